@@ -1,0 +1,63 @@
+"""The app factory: wires settings, state, routes, middleware and the lifespan together."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from . import __version__, errors
+from .catalog import Catalog
+from .metrics import Metrics, MetricsMiddleware
+from .request_id import RequestIdMiddleware
+from .routes import audio, chat, health, models
+from .settings import Settings
+from .state import AppState
+from .supervisor import Supervisor
+from .upstream import Upstream
+
+logger = logging.getLogger(__name__)
+
+
+def _log_fatal(message: str) -> None:
+    logger.error("vLLM backend failed: %s", message)
+
+
+def create_app(
+    settings: Settings,
+    vllm_args: Sequence[str] = (),
+    on_fatal: Callable[[str], None] = _log_fatal,
+) -> FastAPI:
+    """Build an independent app; `on_fatal` is told when the backend cannot be made to serve."""
+    metrics = Metrics()
+    supervisor = Supervisor(settings, vllm_args, metrics, on_fatal)
+    upstream = Upstream(settings, supervisor)
+    state = AppState(
+        settings=settings,
+        metrics=metrics,
+        catalog=Catalog(settings.served_name, settings.model_aliases),
+        supervisor=supervisor,
+        upstream=upstream,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        supervisor.start()
+        try:
+            yield
+        finally:
+            await upstream.aclose()
+            await supervisor.stop()
+
+    app = FastAPI(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
+    app.state.asr = state
+    errors.install(app)
+    for module in (audio, chat, models, health):
+        app.include_router(module.router)
+    # Added last is outermost: metrics see every answer, each carries its request id.
+    app.add_middleware(errors.ErrorGuard)
+    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

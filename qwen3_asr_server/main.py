@@ -1,0 +1,49 @@
+"""Entry point: parse the command line, run the app under uvicorn, exit with a clear status."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from .app import create_app
+from .settings import parse_args
+
+logger = logging.getLogger("qwen3_asr_server")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings, vllm_args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if settings.backend_url and vllm_args:
+        print(
+            f"server.py: error: unknown arguments {' '.join(vllm_args)} "
+            "(with --backend-url no vLLM is launched to pass them to)",
+            file=sys.stderr,
+        )
+        return 2
+    failure: list[str] = []
+
+    def on_fatal(message: str) -> None:
+        failure.append(message)
+        server.should_exit = True
+
+    app = create_app(settings, vllm_args, on_fatal=on_fatal)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=settings.shutdown_timeout,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    if failure:
+        print(f"qwen3-asr-server: error: {failure[0]}", file=sys.stderr)
+        return 1
+    return 0 if server.started else 1

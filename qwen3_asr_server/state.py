@@ -1,0 +1,32 @@
+"""The one object that holds an app's state; routes reach it through `get_state`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, Request
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
+    from .metrics import Metrics
+    from .settings import Settings
+    from .supervisor import Supervisor
+    from .upstream import Upstream
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    metrics: Metrics
+    catalog: Catalog
+    supervisor: Supervisor
+    upstream: Upstream
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.asr
+    return state
+
+
+State = Annotated[AppState, Depends(get_state)]

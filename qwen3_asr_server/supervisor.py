@@ -1,0 +1,276 @@
+"""Owns the vLLM backend: starts it, knows whether it is ready, restarts it, stops it.
+
+Readiness is what vLLM itself answers on `/health`, polled, plus the exit of its process,
+watched. With `--backend-url` nothing is launched and only the polling runs. A backend that
+cannot start at all is fatal: `on_fatal` gets one line saying why and the server exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from . import launch
+from .metrics import Metrics
+from .settings import Settings
+
+logger = logging.getLogger(__name__)
+vllm_logger = logging.getLogger("vllm")
+
+POLL_LOADING = 0.5  # seconds between health probes while loading
+POLL_READY = 2.0  # and once ready
+STOP_GRACE = 10.0  # seconds vLLM gets to exit after SIGTERM before SIGKILL
+BACKOFF_MAX = 30.0
+
+
+class FatalBackendError(Exception):
+    """The backend cannot be made to serve; the message is the server's last word."""
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if this server dies without cleaning up."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+class Supervisor:
+    def __init__(
+        self,
+        settings: Settings,
+        vllm_args: Sequence[str],
+        metrics: Metrics,
+        on_fatal: Callable[[str], None],
+    ) -> None:
+        self.settings = settings
+        self.vllm_args = list(vllm_args)
+        self.metrics = metrics
+        self.on_fatal = on_fatal
+        self.launches = settings.backend_url is None
+        self.port = launch.free_port() if self.launches else 0
+        self.url = settings.backend_url or f"http://127.0.0.1:{self.port}"
+        self.flavour = "remote"
+        self.device = "remote"
+        self.upstream_model = settings.served_name
+        self.ready = False
+        self.ever_ready = False
+        self.restarts = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._recent_output: deque[str] = deque(maxlen=20)
+        headers = {}
+        if settings.backend_api_key is not None:
+            headers["Authorization"] = f"Bearer {settings.backend_api_key.get_secret_value()}"
+        self._probe_client = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=5.0)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc and self._proc.returncode is None else None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="vllm-supervisor")
+
+    async def stop(self) -> None:
+        """Stop watching and stop vLLM's whole process group (SIGTERM, then SIGKILL)."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._probe_client.aclose()
+
+    async def _run(self) -> None:
+        try:
+            if self.launches:
+                await self._supervise()
+            else:
+                await self._monitor()
+        except FatalBackendError as exc:
+            self._set_ready(False)
+            if not self._stopping:
+                self.on_fatal(str(exc))
+        finally:
+            if self._proc is not None:
+                await self._terminate(self._proc)
+
+    @property
+    def status(self) -> str:
+        """`ok`, `loading` (never ready yet) or `down` (was ready, is not now)."""
+        if self.ready:
+            return "ok"
+        return "down" if self.ever_ready else "loading"
+
+    def _set_ready(self, ready: bool) -> None:
+        if ready != self.ready:
+            self.ready = ready
+            self.ever_ready = self.ever_ready or ready
+            self.metrics.model_ready.set(1 if ready else 0)
+
+    async def _probe(self) -> bool:
+        try:
+            response = await self._probe_client.get("/health")
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    async def _discover_model(self) -> None:
+        """With --backend-url, adopt the backend's model id if ours is not among its ids."""
+        try:
+            response = await self._probe_client.get("/v1/models")
+            ids = [entry["id"] for entry in response.json()["data"]]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return
+        if self.settings.served_name not in ids and len(ids) == 1:
+            self.upstream_model = ids[0]
+            logger.info("The backend serves %r; requests for our model go to it", ids[0])
+
+    async def _monitor(self) -> None:
+        self.metrics.backend_info.labels(device=self.device, model_id=self.settings.model).set(1)
+        while True:
+            ready = await self._probe()
+            if ready and not self.ready:
+                await self._discover_model()
+                logger.info("vLLM backend ready at %s", self.url)
+            elif self.ready and not ready:
+                logger.warning("vLLM backend at %s stopped answering", self.url)
+            self._set_ready(ready)
+            await asyncio.sleep(POLL_READY if ready else POLL_LOADING)
+
+    async def _supervise(self) -> None:
+        try:
+            command = launch.build(self.settings, self.port, self.vllm_args)
+        except launch.LaunchError as exc:
+            raise FatalBackendError(str(exc)) from exc
+        self.flavour = command.flavour
+        self.device = command.device
+        self.metrics.backend_info.labels(device=self.device, model_id=self.settings.model).set(1)
+        failures = 0
+        ever_ready = False
+        while True:
+            proc = await self._spawn(command)
+            was_ready, code = await self._watch(proc)
+            self._set_ready(False)
+            await self._terminate(proc)
+            reason = f"vLLM exited with code {code}"
+            last = self._last_output_line()
+            if not was_ready:
+                if not ever_ready:
+                    raise FatalBackendError(f"{reason} before it was ready: {last}")
+                failures += 1
+                if failures > self.settings.max_restarts:
+                    raise FatalBackendError(
+                        f"{reason}; gave up after {self.settings.max_restarts} restarts: {last}"
+                    )
+            else:
+                failures = 0
+            ever_ready = ever_ready or was_ready
+            delay = min(BACKOFF_MAX, 2.0**failures)
+            logger.warning("%s (%s); restarting it in %.0f s", reason, last, delay)
+            await asyncio.sleep(delay)
+            self.restarts += 1
+            self.metrics.backend_restarts.inc()
+
+    async def _spawn(self, command: launch.Launch) -> asyncio.subprocess.Process:
+        logger.info("Starting %s: %s", command.flavour, " ".join(command.argv))
+        self._recent_output.clear()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so that we can stop all of it
+                preexec_fn=_die_with_parent,
+                limit=1 << 20,
+            )
+        except OSError as exc:
+            raise FatalBackendError(f"cannot start {command.argv[0]}: {exc}") from exc
+        self._proc = proc
+        return proc
+
+    async def _relay_output(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            try:
+                raw = await proc.stdout.readline()
+            except ValueError:  # a line over the limit: skip it, keep relaying
+                continue
+            if not raw:
+                return
+            line = raw.decode(errors="replace").rstrip()
+            if line:
+                self._recent_output.append(line)
+                vllm_logger.info("[vllm] %s", line)
+
+    def _last_output_line(self) -> str:
+        return self._recent_output[-1] if self._recent_output else "no output"
+
+    async def _watch(self, proc: asyncio.subprocess.Process) -> tuple[bool, int]:
+        """Follow one vLLM process until it exits; return (became ready, exit code)."""
+        relay = asyncio.create_task(self._relay_output(proc))
+        deadline = time.monotonic() + self.settings.startup_timeout
+        was_ready = False
+        try:
+            while proc.returncode is None:
+                ready = await self._probe()
+                if ready and not was_ready:
+                    was_ready = True
+                    logger.info("vLLM backend ready (pid %d, %s)", proc.pid, self.url)
+                elif was_ready and ready != self.ready:
+                    logger.warning("vLLM backend %s", "healthy again" if ready else "unhealthy")
+                self._set_ready(ready)
+                if not was_ready and time.monotonic() > deadline:
+                    raise FatalBackendError(
+                        f"vLLM was not ready after {self.settings.startup_timeout:.0f} s "
+                        f"(--startup-timeout): {self._last_output_line()}"
+                    )
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(proc.wait(), POLL_READY if was_ready else POLL_LOADING)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(relay, 2.0)  # the last words, often the reason it died
+        finally:
+            relay.cancel()
+        return was_ready, proc.returncode
+
+    async def _terminate(self, proc: asyncio.subprocess.Process) -> None:
+        """Stop the process group led by `proc`: SIGTERM, then SIGKILL after STOP_GRACE."""
+        pgid = proc.pid  # start_new_session made it the group leader
+        if not _group_alive(pgid):
+            await proc.wait()
+            return
+        logger.info("Stopping vLLM (process group %d)", pgid)
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        while time.monotonic() < deadline:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 0.1)
+            if proc.returncode is not None and not _group_alive(pgid):
+                return
+        logger.warning("vLLM did not exit within %.0f s of SIGTERM; killing it", STOP_GRACE)
+        _signal_group(pgid, signal.SIGKILL)
+        await proc.wait()

@@ -1,0 +1,82 @@
+"""Shared fixtures: a clean environment, the stand-in upstream, the app in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from qwen3_asr_server.app import create_app
+from qwen3_asr_server.settings import Settings
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+
+MODEL = "qwen3-asr"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No setting leaks in from the machine running the tests."""
+    for name in list(os.environ):
+        if name.startswith(("QWEN3_ASR_", "QWEN_API_KEY")):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(params=["modern", "legacy"])
+def standin(request: pytest.FixtureRequest) -> Iterator[tuple[StandIn, ThreadedServer]]:
+    """The stand-in upstream in each of vLLM's two styles, on a real loopback port."""
+    fake = StandIn(MODEL, request.param)
+    server = ThreadedServer(fake.app).start()
+    yield fake, server
+    server.stop()
+
+
+class Harness:
+    """The app in-process (lifespan running), with raw HTTP and OpenAI SDK clients."""
+
+    def __init__(self, app: Any, standin: StandIn | None, api_key: str = "unused") -> None:
+        self.app = app
+        self.standin = standin
+        transport = httpx.ASGITransport(app=app)
+        self.http = httpx.AsyncClient(transport=transport, base_url="http://asr.test")
+        self.sdk = openai.AsyncOpenAI(
+            base_url="http://asr.test/v1",
+            api_key=api_key,
+            http_client=httpx.AsyncClient(transport=transport),
+            max_retries=0,
+        )
+
+    @property
+    def supervisor(self) -> Any:
+        return self.app.state.asr.supervisor
+
+
+async def start_harness(
+    settings: Settings, standin: StandIn | None = None, api_key: str = "unused"
+) -> AsyncIterator[Harness]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        harness = Harness(app, standin, api_key)
+        if standin is not None:
+            for _ in range(200):
+                if harness.supervisor.ready:
+                    break
+                await asyncio.sleep(0.02)
+            assert harness.supervisor.ready, "the app never saw the stand-in ready"
+        try:
+            yield harness
+        finally:
+            await harness.http.aclose()
+            await harness.sdk.close()
+
+
+@pytest.fixture
+async def harness(standin: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
+    fake, server = standin
+    async for h in start_harness(Settings(model=MODEL, backend_url=server.url), fake):
+        yield h
