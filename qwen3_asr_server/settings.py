@@ -33,6 +33,7 @@ class Settings(BaseSettings):
         cli_kebab_case=True,
         cli_implicit_flags=True,
         cli_prog_name="server.py",
+        cli_hide_none_type=True,
         extra="ignore",
     )
 

@@ -225,7 +225,7 @@ class Supervisor:
             line = raw.decode(errors="replace").rstrip()
             if line:
                 self._recent_output.append(line)
-                vllm_logger.info("[vllm] %s", line)
+                vllm_logger.info("%s", line)
 
     def _last_output_line(self) -> str:
         return self._recent_output[-1] if self._recent_output else "no output"

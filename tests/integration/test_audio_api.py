@@ -93,6 +93,7 @@ async def test_silence_is_empty_text(harness: Harness) -> None:
     assert result.text == ""
 
 
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # the SDK's translations
 async def test_translation_transcribes_in_the_spoken_language_with_a_note(
     harness: Harness,
 ) -> None:

@@ -1,0 +1,201 @@
+"""Chat completions, models, auth, health and metrics through HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+
+import openai
+import pytest
+
+from qwen3_asr_server.settings import Settings
+from tests.conftest import MODEL, Harness, start_harness
+from tests.fixtures.audio import wav
+from tests.fixtures.servers import ThreadedServer, free_port
+from tests.fixtures.standin import StandIn
+
+AUDIO_B64 = base64.b64encode(wav(1.0)).decode()
+
+
+def _audio_messages(context: str | None = None) -> list[dict]:
+    messages: list[dict] = [{"role": "system", "content": context}] if context else []
+    audio = {"type": "input_audio", "input_audio": {"data": AUDIO_B64, "format": "wav"}}
+    return [*messages, {"role": "user", "content": [audio]}]
+
+
+async def test_chat_answer_is_cleaned(harness: Harness) -> None:
+    answer = await harness.sdk.chat.completions.create(
+        model="qwen3-asr", messages=_audio_messages("Hermes, oikos")
+    )
+    assert answer.choices[0].message.content == "Hello world."
+    assert answer.model == MODEL
+    assert harness.standin.requests[-1]["messages"][0]["content"] == "Hermes, oikos"
+
+
+async def test_chat_stream_is_cleaned_however_the_prefix_is_split(harness: Harness) -> None:
+    stream = await harness.sdk.chat.completions.create(
+        model="whisper-1",
+        messages=_audio_messages(),
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    pieces = []
+    usage = None
+    async for chunk in stream:
+        usage = chunk.usage or usage
+        pieces += [choice.delta.content or "" for choice in chunk.choices]
+    assert "".join(pieces) == "Hello world."
+    assert not any("language" in piece or "<asr_text>" in piece for piece in pieces)
+    assert usage is not None
+    assert usage.completion_tokens > 0
+
+
+async def test_chat_stream_ends_with_done_sentinel(harness: Harness) -> None:
+    body = {"model": MODEL, "messages": _audio_messages(), "stream": True}
+    response = await harness.http.post("/v1/chat/completions", json=body)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [line for line in response.text.split("\n\n") if line]
+    assert events[-1] == "data: [DONE]"
+
+
+async def test_chat_with_client_prefill_passes_text_through(harness: Harness) -> None:
+    messages = [*_audio_messages(), {"role": "assistant", "content": "language German<asr_text>"}]
+    answer = await harness.sdk.chat.completions.create(
+        model=MODEL,
+        messages=messages,
+        extra_body={"continue_final_message": True, "add_generation_prompt": False},
+    )
+    assert answer.choices[0].message.content == "Hallo Welt."
+
+
+async def test_chat_upstream_400_is_translated(harness: Harness) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await harness.sdk.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "no audio here"}]
+        )
+    assert "audio" in caught.value.message
+    body = caught.value.body
+    assert isinstance(body, dict)
+    assert body.get("code") is None or isinstance(body.get("code"), str)
+
+
+@pytest.mark.parametrize(
+    ("payload", "param"),
+    [(b"{not json", None), (b"[1, 2]", None), (b'{"model": "qwen3-asr"}', "messages")],
+)
+async def test_chat_rejects_malformed_bodies(
+    harness: Harness, payload: bytes, param: str | None
+) -> None:
+    response = await harness.http.post(
+        "/v1/chat/completions", content=payload, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
+
+
+async def test_models_lists_served_id_and_aliases(harness: Harness) -> None:
+    listed = [model.id async for model in harness.sdk.models.list()]
+    assert listed == [MODEL, "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"]
+    alias = await harness.sdk.models.retrieve("whisper-1")
+    assert alias.id == "whisper-1"
+    assert alias.owned_by == "qwen3-asr-server"
+    with pytest.raises(openai.NotFoundError) as caught:
+        await harness.sdk.models.retrieve("gpt-9")
+    assert caught.value.code == "model_not_found"
+
+
+async def test_model_ids_with_slashes_resolve(standin: tuple[StandIn, ThreadedServer]) -> None:
+    fake, server = standin
+    settings = Settings(model="Qwen/Qwen3-ASR-1.7B", backend_url=server.url)
+    async for h in start_harness(settings, fake):
+        card = await h.http.get("/v1/models/Qwen/Qwen3-ASR-1.7B")
+        assert card.json()["id"] == "Qwen/Qwen3-ASR-1.7B"
+        # the backend serves one model under another id: it is adopted, clients never see it
+        result = await h.sdk.audio.transcriptions.create(
+            model="Qwen/Qwen3-ASR-1.7B", file=("a.wav", wav(0.5))
+        )
+        assert result.text == "Hello world."
+
+
+@pytest.fixture
+async def keyed(standin: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
+    fake, server = standin
+    settings = Settings(model=MODEL, backend_url=server.url, api_key="s3cret")
+    async for h in start_harness(settings, fake, api_key="s3cret"):
+        yield h
+
+
+async def test_api_key_is_required_and_checked(keyed: Harness) -> None:
+    assert (await keyed.sdk.models.list()).data
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+        response = await keyed.http.get("/v1/models", headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.json()["error"]["type"] == "invalid_request_error"
+    response = await keyed.http.post("/v1/audio/transcriptions", files={"file": ("a", b"x")})
+    assert response.status_code == 401
+    assert keyed.standin.requests == []
+    assert (await keyed.http.get("/health")).status_code == 200
+    assert (await keyed.http.get("/metrics")).status_code == 200
+
+
+async def test_health_reports_ok_with_model_and_backend(harness: Harness) -> None:
+    response = await harness.http.get("/health")
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "model": MODEL,
+        "backend": "remote",
+        "device": "remote",
+        "restarts": 0,
+    }
+
+
+async def test_metrics_count_requests_by_route_template(harness: Harness) -> None:
+    await harness.http.get("/v1/models/whisper-1")
+    await harness.http.get("/v1/models/gpt-9")
+    await harness.http.get("/no/such/path")
+    text = (await harness.http.get("/metrics")).text
+    assert (
+        'qwen3_asr_requests_total{method="GET",path="/v1/models/{model_id:path}",status="200"} 1.0'
+        in text
+    )
+    assert 'path="/v1/models/{model_id:path}",status="404"} 1.0' in text
+    assert 'qwen3_asr_requests_total{method="GET",path="unmatched",status="404"} 1.0' in text
+    assert "qwen3_asr_request_duration_seconds_bucket" in text
+    assert "qwen3_asr_requests_in_flight 1.0" in text  # this very request
+    assert "qwen3_asr_model_ready 1.0" in text
+    assert 'qwen3_asr_backend_info{device="remote",model_id="qwen3-asr"} 1.0' in text
+    assert "qwen3_asr_backend_restarts_total 0.0" in text
+
+
+async def test_backend_that_never_answers_is_loading_and_503() -> None:
+    settings = Settings(model=MODEL, backend_url=f"http://127.0.0.1:{free_port()}")
+    async for h in start_harness(settings):
+        health = await h.http.get("/health")
+        assert health.status_code == 503
+        assert health.json()["status"] == "loading"
+        response = await h.http.post("/v1/audio/transcriptions", files={"file": ("a", wav(0.2))})
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert response.json()["error"]["code"] == "backend_unavailable"
+        assert "qwen3_asr_model_ready 0.0" in (await h.http.get("/metrics")).text
+
+
+async def test_backend_going_away_turns_health_down_and_requests_503(
+    standin: tuple[StandIn, ThreadedServer],
+) -> None:
+    fake, server = standin
+    async for h in start_harness(Settings(model=MODEL, backend_url=server.url), fake):
+        server.stop()
+        response = await h.http.post("/v1/audio/transcriptions", files={"file": ("a", wav(0.2))})
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        for _ in range(100):
+            if (await h.http.get("/health")).status_code == 503:
+                break
+            await asyncio.sleep(0.05)
+        health = await h.http.get("/health")
+        assert health.status_code == 503
+        assert health.json()["status"] == "down"

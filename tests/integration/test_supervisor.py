@@ -1,0 +1,195 @@
+"""`server.py` launching a stand-in vLLM: readiness, forwarding, restarts, shutdown, failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.fixtures.audio import wav
+from tests.fixtures.process import ServerProcess, alive, install_launcher
+
+SPEECH = wav(1.0)
+
+
+@pytest.fixture
+def run_server(tmp_path: Path) -> Iterator[type[ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def start(args: list[str], env: dict[str, str] | None = None) -> ServerProcess:
+        server = ServerProcess(tmp_path, args, env)
+        started.append(server)
+        return server
+
+    yield start  # type: ignore[misc]
+    for server in started:
+        server.stop()
+
+
+def _gone(pids: list[int], timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_launches_vllm_and_serves_the_sdk(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(
+        [
+            "--model",
+            "org/tiny-asr",
+            "--served-model-name",
+            "tiny",
+            "--max-num-seqs",
+            "8",
+            "--enforce-eager",
+            "--tensor-parallel-size",
+            "2",
+        ],
+        {"FAKE_VLLM_LOAD_SECONDS": "1.5"},
+    )
+    loading = server.wait_for_health(503)
+    assert loading["status"] == "loading"
+    ready = server.wait_for_health(200)
+    assert ready == {
+        "status": "ok",
+        "model": "tiny",
+        "backend": "vllm",
+        "device": "cuda",
+        "restarts": 0,
+    }
+    argv = server.starts()[0]["argv"]
+    assert argv[1:3] == ["serve", "org/tiny-asr"]
+    assert argv[argv.index("--served-model-name") + 1] == "tiny"
+    assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
+    assert argv[argv.index("--max-model-len") + 1] == "4096"
+    assert argv[argv.index("--max-num-seqs") + 1] == "8"
+    assert "--enable-prefix-caching" in argv
+    assert argv[-3:] == ["--enforce-eager", "--tensor-parallel-size", "2"]
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0)
+    result = client.audio.transcriptions.create(model="tiny", file=("a.wav", SPEECH))
+    assert result.text == "Hello world."
+    french = client.audio.transcriptions.create(
+        model="whisper-1", file=("a.wav", SPEECH), language="fr", response_format="text"
+    )
+    assert french.strip() == "Bonjour le monde."
+    stream = client.chat.completions.create(
+        model="tiny",
+        stream=True,
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_audio",
+                        "input_audio": {
+                            "data": __import__("base64").b64encode(SPEECH).decode(),
+                            "format": "wav",
+                        },
+                    }
+                ],
+            }
+        ],
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hello world."
+    output = server.output()
+    assert "vllm: INFO fake vLLM loading org/tiny-asr" in output
+    assert "vLLM backend ready" in output
+
+
+def test_older_stack_is_launched_through_qwen_asr_serve(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "qwen-asr-serve")
+    server = run_server(["--model", "tiny"])
+    assert server.wait_for_health(200)["backend"] == "qwen-asr-serve"
+    assert server.starts()[0]["argv"][1] == "tiny"  # no `serve` subcommand
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none", max_retries=0)
+    assert client.audio.transcriptions.create(model="tiny", file=("a", SPEECH)).text == (
+        "Hello world."
+    )
+    german = client.audio.transcriptions.create(model="tiny", file=("a", SPEECH), language="de")
+    assert german.text == "Hallo Welt."
+
+
+def test_crashed_vllm_is_restarted_and_serves_again(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny"])
+    server.wait_for_health(200)
+    first = server.starts()[0]
+    os.kill(first["pid"], signal.SIGKILL)
+    down = server.wait_for_health(503, timeout=10)
+    assert down["status"] == "down"
+    response = httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("a", SPEECH)})
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert server.wait_for_health(200)["restarts"] == 1
+    assert _gone([first["child"]]), "the crashed vLLM's engine child survived the restart"
+    assert len(server.starts()) == 2
+    response = httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("a", SPEECH)})
+    assert response.json()["text"] == "Hello world."
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert "qwen3_asr_backend_restarts_total 1.0" in metrics
+    assert "qwen3_asr_model_ready 1.0" in metrics
+    assert "vLLM exited with code -9" in server.output()
+
+
+def test_sigterm_stops_vllm_process_group_even_a_stubborn_child(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny"], {"FAKE_VLLM_STUBBORN_CHILD": "1"})
+    server.wait_for_health(200)
+    start = server.starts()[0]
+    server.proc.send_signal(signal.SIGTERM)
+    # uvicorn re-raises the signal once it has shut down cleanly, as process managers expect
+    assert server.wait_exit(timeout=40) == -signal.SIGTERM
+    assert "Finished server process" in server.output()
+    assert _gone([start["pid"], start["child"]], timeout=2), "vLLM processes outlived the server"
+    assert "killing it" in server.output()
+
+
+def test_sigkilled_server_takes_vllm_with_it(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny"])
+    server.wait_for_health(200)
+    start = server.starts()[0]
+    server.proc.kill()
+    server.wait_exit()
+    assert _gone([start["pid"], start["child"]]), "vLLM was orphaned by a SIGKILLed server"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "bin_name", "expected"),
+    [
+        (["--bogus-flag"], {}, "vllm", "unrecognized arguments: --bogus-flag"),
+        ([], {"FAKE_VLLM_EXIT_AT_START": "1"}, "vllm", "CUDA out of memory"),
+        ([], {}, None, "vLLM is not installed"),
+        (["--startup-timeout", "1"], {"FAKE_VLLM_LOAD_SECONDS": "30"}, "vllm", "not ready after"),
+    ],
+)
+def test_vllm_that_cannot_start_ends_the_server_with_one_clear_line(
+    tmp_path: Path, run_server, args: list[str], env: dict, bin_name: str | None, expected: str
+) -> None:
+    if bin_name:
+        install_launcher(tmp_path / "bin", bin_name)
+    server = run_server(["--model", "tiny", *args], env)
+    assert server.wait_exit(timeout=40) == 1
+    last_line = server.output().strip().splitlines()[-1]
+    assert last_line.startswith("qwen3-asr-server: error: ")
+    assert expected in last_line
+    for start in server.starts():
+        assert _gone([start["pid"], start["child"]])
+
+
+def test_unknown_flags_with_backend_url_are_an_error(tmp_path: Path, run_server) -> None:
+    server = run_server(["--backend-url", "http://127.0.0.1:9", "--enforce-eager"])
+    assert server.wait_exit() == 2
+    assert "--enforce-eager" in server.output()

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from qwen3_asr_server.cleaning import StreamCleaner, clean
+
+RAW_ANSWERS = [
+    ("language English<asr_text>Hello world.", "Hello world.", "English"),
+    ("language English\nHello world.", "Hello world.", "English"),
+    ("language English,\nHello world.", "Hello world.", "English"),
+    ("  language French<asr_text> Bonjour.", "Bonjour.", "French"),
+    ("language Chinese<asr_text>你好，世界。", "你好，世界。", "Chinese"),
+    ("language None<asr_text>", "", "None"),
+    ("language None<asr_text>   ", "", "None"),
+    ("language None\n", "", "None"),
+    ("language English<asr_text>", "", "English"),
+    ("Hello world.", "Hello world.", None),
+    ("", "", None),
+    ("language models are neat\nindeed", "language models are neat\nindeed", None),
+    ("languages differ", "languages differ", None),
+    ("language", "language", None),
+    ("language Eng", "language Eng", None),
+    ("language English<asr_te", "language English<asr_te", None),
+    ("language English <b>bold</b>", "language English <b>bold</b>", None),
+    ("language " + "x" * 60 + "<asr_text>y", "language " + "x" * 60 + "<asr_text>y", None),
+]
+
+
+@pytest.mark.parametrize(("raw", "text", "language"), RAW_ANSWERS)
+def test_clean(raw: str, text: str, language: str | None) -> None:
+    cleaned = clean(raw)
+    assert cleaned.text == text
+    assert cleaned.language == language
+
+
+def _stream(pieces: list[str]) -> str:
+    cleaner = StreamCleaner()
+    return "".join(cleaner.feed(piece) for piece in pieces) + cleaner.finish()
+
+
+@pytest.mark.parametrize(("raw", "text", "_language"), RAW_ANSWERS)
+def test_stream_matches_whole_answer_at_every_split(raw: str, text: str, _language: str) -> None:
+    expected = clean(raw).text
+    for i, j in itertools.combinations_with_replacement(range(len(raw) + 1), 2):
+        assert _stream([raw[:i], raw[i:j], raw[j:]]).rstrip() == expected, (raw, i, j)
+
+
+def test_stream_in_single_characters() -> None:
+    raw = "language English<asr_text>Hello world."
+    assert _stream(list(raw)) == "Hello world."
+
+
+def test_stream_holds_back_only_while_a_prefix_is_possible() -> None:
+    cleaner = StreamCleaner()
+    assert cleaner.feed("language") == ""
+    assert cleaner.feed(" English") == ""
+    assert cleaner.feed("<asr_text>") == ""
+    assert cleaner.feed("Hello") == "Hello"
+    assert cleaner.feed(" world") == " world"
+    assert cleaner.language == "English"
+    other = StreamCleaner()
+    assert other.feed("Hi") == "Hi"
+    assert other.feed(" language English<asr_text>") == " language English<asr_text>"
+
+
+def test_no_speech_swallows_everything_after_it() -> None:
+    cleaner = StreamCleaner()
+    assert cleaner.feed("language None<asr_text>") == ""
+    assert cleaner.feed("phantom words") == ""
+    assert cleaner.finish() == ""

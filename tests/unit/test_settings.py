@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from qwen3_asr_server.settings import Settings, parse_args
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_defaults() -> None:
+    settings, vllm_args = parse_args([])
+    assert vllm_args == []
+    assert settings.host == "0.0.0.0"
+    assert settings.port == 8000
+    assert settings.model == "Qwen/Qwen3-ASR-1.7B"
+    assert settings.served_name == "Qwen/Qwen3-ASR-1.7B"
+    assert settings.max_model_len == 4096
+    assert settings.kv_cache_dtype == "fp8"
+    assert settings.enable_prefix_caching is True
+    assert settings.api_key is None
+    assert settings.model_aliases == ["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"]
+
+
+def test_unknown_flags_are_kept_in_order_for_vllm() -> None:
+    settings, vllm_args = parse_args(
+        [
+            "--enforce-eager",
+            "--max-model-len",
+            "2048",
+            "--tensor-parallel-size",
+            "2",
+            "--max-num",
+            "3",
+        ]
+    )
+    assert settings.max_model_len == 2048
+    assert vllm_args == ["--enforce-eager", "--tensor-parallel-size", "2", "--max-num", "3"]
+    assert settings.max_num_seqs is None  # no abbreviation matching of our own flags
+
+
+def test_flags_env_and_their_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QWEN3_ASR_MODEL_ID", "org/from-env")
+    monkeypatch.setenv("QWEN_API_KEY", "k1")
+    monkeypatch.setenv("QWEN3_ASR_PORT", "9000")
+    monkeypatch.setenv("QWEN3_ASR_MODEL_ALIASES", "whisper-1, my-asr")
+    monkeypatch.setenv("MODEL", "must-not-be-read")
+    settings, _ = parse_args(["--port", "9100", "--no-enable-prefix-caching", "--cpu"])
+    assert settings.model == "org/from-env"
+    assert settings.api_key is not None
+    assert settings.api_key.get_secret_value() == "k1"
+    assert "k1" not in repr(settings)
+    assert settings.port == 9100
+    assert settings.enable_prefix_caching is False
+    assert settings.cpu is True
+    assert settings.model_aliases == ["whisper-1", "my-asr"]
+    monkeypatch.setenv("QWEN3_ASR_API_KEY", "k2")  # the prefixed name wins
+    assert parse_args([])[0].api_key.get_secret_value() == "k2"  # type: ignore[union-attr]
+    assert parse_args(["--model", "cli"])[0].model == "cli"
+
+
+def test_backend_url_loses_its_trailing_slash() -> None:
+    assert parse_args(["--backend-url", "http://gpu:8000/"])[0].backend_url == "http://gpu:8000"
+
+
+@pytest.mark.parametrize(
+    "args", [["--port", "70000"], ["--gpu-memory-utilization", "1.5"], ["--log-level", "loud"]]
+)
+def test_invalid_values_are_refused(args: list[str]) -> None:
+    with pytest.raises(Exception, match="validation error"):
+        parse_args(args)
+
+
+def test_readme_documents_every_setting() -> None:
+    readme = README.read_text()
+    for name, field in Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        row = re.search(rf"^\| `{flag}` \| `([A-Z0-9_]+)`(?: / `([A-Z0-9_]+)`)? \|", readme, re.M)
+        assert row, f"{flag} is missing from the README's settings table"
+        assert row.group(1) == "QWEN3_ASR_" + name.upper()
+        extra = field.json_schema_extra
+        if isinstance(extra, dict):
+            assert row.group(2) == extra["env"]
