@@ -42,7 +42,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout_graceful_shutdown=settings.shutdown_timeout,
     )
     server = uvicorn.Server(config)
-    server.run()
+    # Bind before the lifespan launches vLLM: a busy port should cost nothing but a message.
+    try:
+        sock = config.bind_socket()
+    except SystemExit:
+        print(
+            f"qwen3-asr-server: error: cannot listen on {settings.host}:{settings.port}",
+            file=sys.stderr,
+        )
+        return 1
+    server.run(sockets=[sock])
     if failure:
         print(f"qwen3-asr-server: error: {failure[0]}", file=sys.stderr)
         return 1

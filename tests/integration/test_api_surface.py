@@ -199,3 +199,36 @@ async def test_backend_going_away_turns_health_down_and_requests_503(
         health = await h.http.get("/health")
         assert health.status_code == 503
         assert health.json()["status"] == "down"
+
+
+async def test_slow_backend_is_a_504_after_request_timeout() -> None:
+    fake = StandIn(MODEL, delay=3.0)
+    server = ThreadedServer(fake.app).start()
+    try:
+        settings = Settings(model=MODEL, backend_url=server.url, request_timeout=0.5)
+        async for h in start_harness(settings, fake):
+            response = await h.http.post(
+                "/v1/audio/transcriptions", files={"file": ("a", wav(0.2))}
+            )
+            assert response.status_code == 504
+            assert response.json()["error"]["code"] == "backend_timeout"
+    finally:
+        server.stop()
+
+
+async def test_unexpected_errors_are_500_in_openai_shape_with_request_id(
+    harness: Harness,
+) -> None:
+    async def boom() -> None:
+        raise RuntimeError("secret internals")
+
+    harness.app.add_api_route("/boom", boom)
+    response = await harness.http.get("/boom", headers={"x-request-id": "r-500"})
+    assert response.status_code == 500
+    assert response.headers["x-request-id"] == "r-500"
+    error = response.json()["error"]
+    assert error["type"] == "server_error"
+    assert "secret" not in error["message"]
+    metrics = (await harness.http.get("/metrics")).text
+    assert 'qwen3_asr_requests_total{method="GET",path="/boom",status="500"} 1.0' in metrics
+    assert (await harness.http.get("/health")).status_code == 200

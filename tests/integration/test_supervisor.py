@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +196,45 @@ def test_unknown_flags_with_backend_url_are_an_error(tmp_path: Path, run_server)
     server = run_server(["--backend-url", "http://127.0.0.1:9", "--enforce-eager"])
     assert server.wait_exit() == 2
     assert "--enforce-eager" in server.output()
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path, run_server) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny"], {"FAKE_VLLM_RESPONSE_DELAY": "2"})
+    server.wait_for_health(200)
+    answers: list[httpx.Response] = []
+    request = threading.Thread(
+        target=lambda: answers.append(
+            httpx.post(f"{server.url}/v1/audio/transcriptions", files={"file": SPEECH}, timeout=30)
+        )
+    )
+    request.start()
+    time.sleep(0.7)  # the request is now waiting on vLLM
+    server.proc.send_signal(signal.SIGTERM)
+    request.join(30)
+    assert answers[0].status_code == 200
+    assert answers[0].json()["text"] == "Hello world."
+    assert server.wait_exit() == -signal.SIGTERM
+    start = server.starts()[0]
+    assert _gone([start["pid"], start["child"]], timeout=2)
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).with_name("qwen3-asr-server")
+    result = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    assert "--backend-url" in result.stdout
+
+
+def test_busy_port_is_one_line_and_launches_nothing(tmp_path: Path, run_server) -> None:
+    import socket
+
+    install_launcher(tmp_path / "bin", "vllm")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        server = run_server(["--model", "tiny", "--host", "127.0.0.1", "--port", str(port)])
+        assert server.wait_exit() == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in server.output().strip().splitlines()[-1]
+    assert server.starts() == []
