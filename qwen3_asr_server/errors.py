@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 
 
 class APIError(Exception):
@@ -113,7 +114,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {}
-    location = [str(part) for part in first.get("loc", ()) if part != "body"]
+    location = [str(part) for part in first.get("loc", ()) if part not in _LOCATIONS]
     param = ".".join(location) or None
     message = first.get("msg", "Invalid request")
     if param:

@@ -83,8 +83,8 @@ class Settings(BaseSettings):
     request_timeout: float = Field(
         600.0, gt=0, description="Seconds one upstream request may take."
     )
-    shutdown_timeout: float = Field(
-        30.0, ge=0, description="Seconds in-flight requests get to finish on SIGTERM."
+    shutdown_timeout: int = Field(
+        30, ge=0, description="Seconds in-flight requests get to finish on SIGTERM."
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
@@ -148,6 +148,7 @@ def parse_args(argv: Sequence[str]) -> tuple[Settings, list[str]]:
         description="OpenAI-compatible speech-to-text server for Qwen3-ASR. Flags not listed "
         "here are passed to vLLM unchanged (e.g. --enforce-eager, --tensor-parallel-size 2).",
     )
-    cli = CliSettingsSource(Settings, root_parser=parser)
+    cli: CliSettingsSource[Settings] = CliSettingsSource(Settings, root_parser=parser)
     namespace, vllm_args = parser.parse_known_args(list(argv))
-    return Settings(_cli_settings_source=cli(parsed_args=namespace)), vllm_args
+    settings = Settings(_cli_settings_source=cli(parsed_args=namespace))  # type: ignore[call-arg]
+    return settings, vllm_args

@@ -37,10 +37,15 @@ class FatalBackendError(Exception):
     """The backend cannot be made to serve; the message is the server's last word."""
 
 
+# Looked up once here: the child must not load libraries between fork and exec.
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent() -> None:
     """In the child, before exec: get SIGTERM if this server dies without cleaning up."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _group_alive(pgid: int) -> bool:

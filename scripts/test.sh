@@ -11,5 +11,6 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy
 # pytest exits 5 when it collected no test: that is a failure too, and set -e sees it
 .venv/bin/python -m pytest "$@"

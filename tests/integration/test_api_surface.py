@@ -232,3 +232,15 @@ async def test_unexpected_errors_are_500_in_openai_shape_with_request_id(
     metrics = (await harness.http.get("/metrics")).text
     assert 'qwen3_asr_requests_total{method="GET",path="/boom",status="500"} 1.0' in metrics
     assert (await harness.http.get("/health")).status_code == 200
+
+
+async def test_framework_validation_errors_are_400_naming_the_field(harness: Harness) -> None:
+    async def typed(count: int) -> dict:
+        return {"count": count}
+
+    harness.app.add_api_route("/typed/{count}", typed)
+    response = await harness.http.get("/typed/many")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == "count"
+    assert error["type"] == "invalid_request_error"
