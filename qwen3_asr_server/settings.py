@@ -106,6 +106,13 @@ class Settings(BaseSettings):
     def served_name(self) -> str:
         return self.served_model_name or self.model
 
+    @property
+    def backend_headers(self) -> dict[str, str]:
+        """Headers every request to the backend carries."""
+        if self.backend_api_key is None:
+            return {}
+        return {"Authorization": f"Bearer {self.backend_api_key.get_secret_value()}"}
+
     @classmethod
     def settings_customise_sources(
         cls,

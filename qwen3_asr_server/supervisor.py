@@ -88,10 +88,9 @@ class Supervisor:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._recent_output: deque[str] = deque(maxlen=20)
-        headers = {}
-        if settings.backend_api_key is not None:
-            headers["Authorization"] = f"Bearer {settings.backend_api_key.get_secret_value()}"
-        self._probe_client = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=5.0)
+        self._probe_client = httpx.AsyncClient(
+            base_url=self.url, headers=settings.backend_headers, timeout=5.0
+        )
 
     @property
     def pid(self) -> int | None:

@@ -45,12 +45,9 @@ class Upstream:
     def __init__(self, settings: Settings, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.timeout = settings.request_timeout
-        headers = {}
-        if settings.backend_api_key is not None:
-            headers["Authorization"] = f"Bearer {settings.backend_api_key.get_secret_value()}"
         self._client = httpx.AsyncClient(
             base_url=supervisor.url,
-            headers=headers,
+            headers=settings.backend_headers,
             timeout=httpx.Timeout(settings.request_timeout, connect=10.0),
         )
 

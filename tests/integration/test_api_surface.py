@@ -244,3 +244,23 @@ async def test_framework_validation_errors_are_400_naming_the_field(harness: Har
     error = response.json()["error"]
     assert error["param"] == "count"
     assert error["type"] == "invalid_request_error"
+
+
+async def test_backend_api_key_is_sent_to_a_protected_backend() -> None:
+    fake = StandIn(MODEL, api_key="backend-key")
+    server = ThreadedServer(fake.app).start()
+    try:
+        without = Settings(model=MODEL, backend_url=server.url)
+        async for h in start_harness(without, fake):
+            response = await h.http.post(
+                "/v1/audio/transcriptions", files={"file": ("a", wav(0.2))}
+            )
+            assert response.status_code == 502
+            assert response.json()["error"]["code"] == "backend_auth_failed"
+            assert "backend-key" not in response.text
+        keyed = Settings(model=MODEL, backend_url=server.url, backend_api_key="backend-key")
+        async for h in start_harness(keyed, fake):
+            result = await h.sdk.audio.transcriptions.create(model=MODEL, file=("a", wav(0.2)))
+            assert result.text == "Hello world."
+    finally:
+        server.stop()
