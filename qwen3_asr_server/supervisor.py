@@ -92,10 +92,6 @@ class Supervisor:
             base_url=self.url, headers=settings.backend_headers, timeout=5.0
         )
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc and self._proc.returncode is None else None
-
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="vllm-supervisor")
 

@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator
 import openai
 import pytest
 
+from qwen3_asr_server.launch import free_port
 from qwen3_asr_server.settings import Settings
 from tests.conftest import MODEL, Harness, start_harness
 from tests.fixtures.audio import wav
-from tests.fixtures.servers import ThreadedServer, free_port
+from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 
 AUDIO_B64 = base64.b64encode(wav(1.0)).decode()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -97,7 +99,7 @@ def test_launches_vllm_and_serves_the_sdk(tmp_path: Path, run_server) -> None:
                     {
                         "type": "input_audio",
                         "input_audio": {
-                            "data": __import__("base64").b64encode(SPEECH).decode(),
+                            "data": base64.b64encode(SPEECH).decode(),
                             "format": "wav",
                         },
                     }
@@ -227,8 +229,6 @@ def test_console_script_is_installed() -> None:
 
 
 def test_busy_port_is_one_line_and_launches_nothing(tmp_path: Path, run_server) -> None:
-    import socket
-
     install_launcher(tmp_path / "bin", "vllm")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -95,8 +96,6 @@ def test_no_vllm_is_installed_in_the_test_environment() -> None:
 
 
 def test_free_port_is_bindable() -> None:
-    import socket
-
     port = launch.free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
