@@ -8,15 +8,17 @@ serving flags, so only the program differs.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
 import socket
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .settings import Settings
 
 _NATIVE_MODEL_FILE = "vllm/model_executor/models/qwen3_asr.py"
+GiB = 1 << 30
 
 
 class LaunchError(Exception):
@@ -28,6 +30,7 @@ class Launch:
     argv: list[str]
     flavour: str  # "vllm" (native Qwen3-ASR) or "qwen-asr-serve" (the older stack)
     device: str  # "cuda" or "cpu"
+    env: dict[str, str] = field(default_factory=dict)  # added to the server's environment
 
 
 def _native_vllm_in_this_environment(cpu: bool) -> bool:
@@ -52,16 +55,21 @@ def _program(cpu: bool) -> tuple[list[str], str]:
     on_path = shutil.which("vllm")
     if on_path:
         return [on_path, "serve"], "vllm"
-    extra = "cpu" if cpu else "gpu"
+    install = "bash scripts/install-cpu-engine.sh" if cpu else "pip install '.[gpu]'"
     raise LaunchError(
-        f"vLLM is not installed: run `pip install '.[{extra}]'`, "
-        "or point --backend-url at a running vLLM"
+        f"vLLM is not installed: run `{install}`, or point --backend-url at a running vLLM"
     )
 
 
-def build(settings: Settings, port: int, vllm_args: Sequence[str]) -> Launch:
+def build(
+    settings: Settings,
+    port: int,
+    vllm_args: Sequence[str],
+    environ: Mapping[str, str] = os.environ,
+) -> Launch:
     """The command that serves `settings.model` on 127.0.0.1:`port`."""
     program, flavour = _program(settings.cpu)
+    default_dtype = "auto" if settings.cpu else "fp8"
     argv = [
         *program,
         settings.model,
@@ -74,7 +82,7 @@ def build(settings: Settings, port: int, vllm_args: Sequence[str]) -> Launch:
         "--max-model-len",
         str(settings.max_model_len),
         "--kv-cache-dtype",
-        settings.kv_cache_dtype,
+        settings.kv_cache_dtype or default_dtype,
     ]
     if settings.enable_prefix_caching:
         argv.append("--enable-prefix-caching")
@@ -82,10 +90,83 @@ def build(settings: Settings, port: int, vllm_args: Sequence[str]) -> Launch:
         argv += ["--gpu-memory-utilization", str(settings.gpu_memory_utilization)]
     if settings.max_num_seqs is not None:
         argv += ["--max-num-seqs", str(settings.max_num_seqs)]
-    if settings.cpu and "--enforce-eager" not in vllm_args:
-        argv.append("--enforce-eager")  # CUDA-graph capture does not apply on CPU
+    env: dict[str, str] = {}
+    if settings.cpu:
+        argv += _cpu_flags(settings, vllm_args, environ)
+        env = _cpu_environment(vllm_args, environ)
     argv += vllm_args
-    return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda")
+    return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
+
+
+def _given(vllm_args: Sequence[str], *flags: str) -> bool:
+    return any(arg.split("=", 1)[0] in flags for arg in vllm_args)
+
+
+def _compilation_chosen(vllm_args: Sequence[str]) -> bool:
+    """Whether the user picked a compilation mode (`-O3` is written without a space)."""
+    return _given(
+        vllm_args,
+        "--enforce-eager",
+        "--no-enforce-eager",
+        "--compilation-config",
+        "-cc",
+        "--optimization-level",
+    ) or any(arg.startswith("-O") for arg in vllm_args)
+
+
+def _cpu_flags(
+    settings: Settings, vllm_args: Sequence[str], environ: Mapping[str, str]
+) -> list[str]:
+    """vLLM's CPU defaults do not fit a shared machine; these do, unless the user said otherwise.
+
+    vLLM reserves `--gpu-memory-utilization` (0.9) of *all* RAM on CPU and refuses to start
+    when that much is not free, so the KV cache gets an explicit size from free memory.
+    """
+    flags = []
+    if not _compilation_chosen(vllm_args):
+        flags.append("--enforce-eager")  # torch.compile on CPU costs minutes at every start
+    explicit_memory = (
+        settings.gpu_memory_utilization is not None
+        or _given(vllm_args, "--kv-cache-memory-bytes")
+        or environ.get("VLLM_CPU_KVCACHE_SPACE")
+    )
+    if not explicit_memory:
+        flags += ["--kv-cache-memory-bytes", str(cpu_kv_cache_bytes(available_memory()))]
+    if not _given(vllm_args, "--distributed-executor-backend"):
+        flags += ["--distributed-executor-backend", "uni"]
+    return flags
+
+
+def _cpu_environment(vllm_args: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The engine runs the model itself (no worker process), on the cores we may use."""
+    env = {}
+    if not _given(vllm_args, "--distributed-executor-backend") and (
+        "VLLM_ENABLE_V1_MULTIPROCESSING" not in environ
+    ):
+        env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # else vLLM turns "uni" back into "mp"
+    if "OMP_NUM_THREADS" not in environ:
+        env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
+    return env
+
+
+def cpu_kv_cache_bytes(available: int) -> int:
+    """A quarter of the free memory, between 256 MiB and 4 GiB, in whole MiB.
+
+    The weights and vLLM itself need the rest. At 112 KiB a token in bf16 (Qwen3-1.7B's 28
+    layers x 8 KV heads x 128 dims, keys and values), 4 GiB holds over 37,000 tokens: more
+    than a CPU can keep busy.
+    """
+    size = min(max(available // 4, GiB // 4), 4 * GiB)
+    return size - size % (1 << 20)
+
+
+def available_memory() -> int:
+    """MemAvailable from /proc/meminfo, in bytes."""
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    raise LaunchError("cannot read MemAvailable from /proc/meminfo; pass --kv-cache-memory-bytes")
 
 
 def free_port() -> int:

@@ -67,8 +67,10 @@ class Settings(BaseSettings):
         None, gt=0, le=1, description="Fraction of GPU memory vLLM may use (vLLM's default: 0.9)."
     )
     max_model_len: int = Field(4096, gt=0, description="Context length given to vLLM.")
-    kv_cache_dtype: str = Field(
-        "fp8", description="KV cache dtype given to vLLM (`auto` for the model's dtype)."
+    kv_cache_dtype: str | None = Field(
+        None,
+        description="KV cache dtype given to vLLM (default: `fp8`, or `auto`, the model's "
+        "dtype, with --cpu, where fp8 needs AVX-512).",
     )
     enable_prefix_caching: bool = Field(True, description="Pass --enable-prefix-caching to vLLM.")
     max_num_seqs: int | None = Field(

@@ -169,6 +169,12 @@ class Supervisor:
         self.flavour = command.flavour
         self.device = command.device
         self.metrics.backend_info.labels(device=self.device, model_id=self.settings.model).set(1)
+        if command.device == "cpu":
+            logger.warning(
+                "CPU mode: vLLM's CPU build runs the model on %d cores, far slower than a GPU "
+                "does; it suits development, tests and light use, not a low-latency voice loop",
+                len(os.sched_getaffinity(0)),
+            )
         failures = 0
         ever_ready = False
         while True:
@@ -196,11 +202,15 @@ class Supervisor:
             self.metrics.backend_restarts.inc()
 
     async def _spawn(self, command: launch.Launch) -> asyncio.subprocess.Process:
-        logger.info("Starting %s: %s", command.flavour, " ".join(command.argv))
+        settings = " ".join(f"{name}={value}" for name, value in command.env.items())
+        logger.info(
+            "Starting %s: %s", command.flavour, " ".join(filter(None, [settings, *command.argv]))
+        )
         self._recent_output.clear()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *command.argv,
+                env={**os.environ, **command.env},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,

@@ -71,21 +71,79 @@ def test_native_vllm_beside_the_server_is_run_with_this_python(monkeypatch, tmp_
     ]
 
 
-def test_cpu_mode_runs_eager(monkeypatch, tmp_path) -> None:
+def _flag(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_cpu_mode_fits_a_shared_machine(monkeypatch, tmp_path) -> None:
     _on_path(monkeypatch, tmp_path, "vllm")
-    command = launch.build(parse_args(["--cpu", "--no-enable-prefix-caching"])[0], 1, [])
+    monkeypatch.setattr(launch, "available_memory", lambda: 20 * launch.GiB)
+    command = launch.build(parse_args(["--cpu", "--no-enable-prefix-caching"])[0], 1, [], {})
     assert command.device == "cpu"
     assert "--enforce-eager" in command.argv
     assert "--enable-prefix-caching" not in command.argv
-    twice = launch.build(parse_args(["--cpu"])[0], 1, ["--enforce-eager"])
-    assert twice.argv.count("--enforce-eager") == 1
+    assert _flag(command.argv, "--kv-cache-dtype") == "auto"  # fp8 needs AVX-512 on CPU
+    assert _flag(command.argv, "--kv-cache-memory-bytes") == str(4 * launch.GiB)
+    assert _flag(command.argv, "--distributed-executor-backend") == "uni"
+    assert command.env == {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))),
+    }
+
+
+def test_cpu_mode_leaves_what_the_user_chose(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    settings = parse_args(["--cpu", "--kv-cache-dtype", "fp8"])[0]
+    chosen = [
+        "--no-enforce-eager",
+        "--kv-cache-memory-bytes=1",
+        "--distributed-executor-backend",
+        "mp",
+    ]
+    command = launch.build(settings, 1, chosen, {"OMP_NUM_THREADS": "3"})
+    assert _flag(command.argv, "--kv-cache-dtype") == "fp8"
+    assert "--enforce-eager" not in command.argv
+    assert command.argv.count("--distributed-executor-backend") == 1
+    assert command.argv[-4:] == chosen
+    assert command.env == {}
+    for compiled in (["-O3"], ["-cc", "{}"], ["--compilation-config={}"]):
+        assert "--enforce-eager" not in launch.build(settings, 1, compiled, {}).argv
+    by_env = launch.build(settings, 1, [], {"VLLM_CPU_KVCACHE_SPACE": "2"})
+    assert "--kv-cache-memory-bytes" not in by_env.argv
+    by_flag = launch.build(parse_args(["--cpu", "--gpu-memory-utilization", "0.3"])[0], 1, [], {})
+    assert "--kv-cache-memory-bytes" not in by_flag.argv
+
+
+def test_gpu_mode_adds_no_cpu_defaults(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    command = launch.build(parse_args([])[0], 1, [], {})
+    assert _flag(command.argv, "--kv-cache-dtype") == "fp8"
+    assert "--kv-cache-memory-bytes" not in command.argv
+    assert "--enforce-eager" not in command.argv
+    assert command.env == {}
+
+
+@pytest.mark.parametrize(
+    ("available", "expected"),
+    [
+        (20 * launch.GiB, 4 * launch.GiB),
+        (6 * launch.GiB + 12345, 1536 << 20),
+        (512 << 20, 256 << 20),
+    ],
+)
+def test_cpu_kv_cache_is_a_quarter_of_free_memory_within_bounds(available, expected) -> None:
+    assert launch.cpu_kv_cache_bytes(available) == expected
+
+
+def test_available_memory_is_read_from_the_kernel() -> None:
+    assert 0 < launch.available_memory() < os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def test_no_vllm_anywhere_says_what_to_install(monkeypatch, tmp_path) -> None:
     _on_path(monkeypatch, tmp_path)
     with pytest.raises(launch.LaunchError, match=r"pip install '\.\[gpu\]'"):
         launch.build(parse_args([])[0], 1, [])
-    with pytest.raises(launch.LaunchError, match=r"pip install '\.\[cpu\]'"):
+    with pytest.raises(launch.LaunchError, match=r"bash scripts/install-cpu-engine\.sh"):
         launch.build(parse_args(["--cpu"])[0], 1, [])
 
 

@@ -18,7 +18,7 @@ def test_defaults() -> None:
     assert settings.model == "Qwen/Qwen3-ASR-1.7B"
     assert settings.served_name == "Qwen/Qwen3-ASR-1.7B"
     assert settings.max_model_len == 4096
-    assert settings.kv_cache_dtype == "fp8"
+    assert settings.kv_cache_dtype is None  # fp8 on GPU, auto on CPU: launch decides
     assert settings.enable_prefix_caching is True
     assert settings.api_key is None
     assert settings.model_aliases == ["whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"]
