@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from . import __version__, errors
 from .catalog import Catalog
+from .limits import MIB, BodyLimit
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models
@@ -40,6 +41,7 @@ def create_app(
         catalog=Catalog(settings.served_name, settings.model_aliases),
         supervisor=supervisor,
         upstream=upstream,
+        upload_limit=int(settings.max_upload_mb * MIB),
     )
 
     @asynccontextmanager
@@ -57,6 +59,7 @@ def create_app(
     for module in (audio, chat, models, health):
         app.include_router(module.router)
     # Added last is outermost: metrics see every answer, each carries its request id.
+    app.add_middleware(BodyLimit, file_limit=state.upload_limit)
     app.add_middleware(errors.ErrorGuard)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

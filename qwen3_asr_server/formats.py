@@ -1,38 +1,81 @@
-"""Shape the result of a transcription as the client asked (`response_format`)."""
+"""Shape a transcript as the client asked (`response_format`), exactly as OpenAI's API does."""
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from . import subtitles
+from .transcribe import Segment, Transcript
 
-def token_usage(upstream_usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    """OpenAI's transcription usage (`type: tokens`) from a chat completion's usage."""
-    if not upstream_usage:
-        return None
-    prompt = int(upstream_usage.get("prompt_tokens") or 0)
-    completion = int(upstream_usage.get("completion_tokens") or 0)
+CONTENT_TYPES = {
+    "text": "text/plain; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+}
+
+
+def duration_usage(seconds: float) -> dict[str, Any]:
+    """OpenAI's usage for whisper-style transcription: the audio's length."""
+    return {"type": "duration", "seconds": round(seconds, 3)}
+
+
+def compression_ratio(text: str) -> float:
+    """Whisper's repetition signal: raw bytes over zlib-compressed bytes."""
+    raw = text.encode()
+    return round(len(raw) / len(zlib.compress(raw)), 4) if raw else 0.0
+
+
+def _segment(index: int, segment: Segment, temperature: float) -> dict[str, Any]:
     return {
-        "type": "tokens",
-        "input_tokens": prompt,
-        "output_tokens": completion,
-        "total_tokens": prompt + completion,
+        "id": index,
+        "seek": round(segment.start * 100),  # Whisper's unit: 10 ms frames
+        "start": round(segment.start, 3),
+        "end": round(segment.end, 3),
+        "text": segment.text,
+        "tokens": segment.tokens,
+        "temperature": temperature,
+        "avg_logprob": round(segment.avg_logprob, 6),
+        "compression_ratio": compression_ratio(segment.text),
+        # Qwen3-ASR marks no speech as `language None`; such pieces never become segments
+        "no_speech_prob": 0.0,
     }
 
 
-def transcription(
-    text: str,
+def verbose(transcript: Transcript, *, task: str, temperature: float) -> dict[str, Any]:
+    return {
+        "task": task,
+        "language": (transcript.language or "unknown").lower(),
+        "duration": round(transcript.duration, 3),
+        "text": transcript.text,
+        "segments": [
+            _segment(index, segment, temperature)
+            for index, segment in enumerate(transcript.segments)
+        ],
+        "usage": duration_usage(transcript.duration),
+    }
+
+
+def render(
+    transcript: Transcript,
     response_format: str,
     *,
-    usage: dict[str, Any] | None = None,
+    task: str,
+    temperature: float,
     note: str | None = None,
 ) -> Response:
+    if response_format in ("srt", "vtt"):
+        cues = [subtitles.Cue(s.start, s.end, s.text) for s in transcript.segments]
+        writer = subtitles.srt if response_format == "srt" else subtitles.vtt
+        return PlainTextResponse(writer(cues), media_type=CONTENT_TYPES[response_format])
     if response_format == "text":
-        return PlainTextResponse(text + "\n")
-    body: dict[str, Any] = {"text": text}
-    if usage is not None:
-        body["usage"] = usage
+        return PlainTextResponse(transcript.text + "\n", media_type=CONTENT_TYPES["text"])
+    if response_format == "verbose_json":
+        body = verbose(transcript, task=task, temperature=temperature)
+    else:
+        body = {"text": transcript.text, "usage": duration_usage(transcript.duration)}
     if note is not None:
         body["_note"] = note
     return JSONResponse(body)

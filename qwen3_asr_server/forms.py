@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import PurePath
 
 from starlette.datastructures import FormData, UploadFile
 
@@ -16,18 +15,13 @@ from .errors import invalid
 from .languages import Language
 
 FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
-AVAILABLE_FORMATS = ("json", "text")
+TIMED_FORMATS = frozenset({"srt", "verbose_json", "vtt"})
 GRANULARITIES = ("word", "segment")
-# What OpenAI accepts; the extension only labels the audio for vLLM, which decodes by content.
-AUDIO_EXTENSIONS = frozenset(
-    {"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "oga", "opus", "wav", "webm"}
-)
 
 
 @dataclass(frozen=True)
 class AudioRequest:
     upload: UploadFile
-    audio_format: str
     model: str | None
     language: Language | None
     prompt: str | None
@@ -53,11 +47,6 @@ def _upload(form: FormData) -> UploadFile:
     return value
 
 
-def _audio_format(filename: str | None) -> str:
-    extension = PurePath(filename or "").suffix.lstrip(".").lower()
-    return extension if extension in AUDIO_EXTENSIONS else "wav"
-
-
 def _temperature(form: FormData) -> float:
     raw = _text(form, "temperature")
     if raw is None:
@@ -73,17 +62,17 @@ def _temperature(form: FormData) -> float:
 
 def _response_format(form: FormData) -> str:
     value = _text(form, "response_format") or "json"
+    if value == "diarized_json":
+        raise invalid(
+            "response_format 'diarized_json' is not supported: Qwen3-ASR does not tell "
+            f"speakers apart. Use one of {', '.join(FORMATS)}.",
+            "response_format",
+            code="unsupported_value",
+        )
     if value not in FORMATS:
         raise invalid(
             f"Invalid 'response_format' {value!r}: use one of {', '.join(FORMATS)}.",
             "response_format",
-        )
-    if value not in AVAILABLE_FORMATS:
-        raise invalid(
-            f"response_format {value!r} is not supported by this server yet: use "
-            f"{' or '.join(AVAILABLE_FORMATS)}.",
-            "response_format",
-            code="unsupported_value",
         )
     return value
 
@@ -105,6 +94,13 @@ def _check_granularities(form: FormData) -> None:
                 f"Invalid timestamp granularity {value!r}: use word or segment.",
                 "timestamp_granularities",
             )
+        if value == "word":
+            raise invalid(
+                "Word timestamps are not available on this server yet; "
+                "timestamp_granularities[]=segment is.",
+                "timestamp_granularities",
+                code="unsupported_value",
+            )
 
 
 def _language(form: FormData) -> Language | None:
@@ -124,7 +120,6 @@ def parse(form: FormData, *, translation: bool) -> AudioRequest:
     _check_granularities(form)
     return AudioRequest(
         upload=upload,
-        audio_format=_audio_format(upload.filename),
         model=_text(form, "model"),
         language=None if translation else _language(form),
         prompt=_text(form, "prompt"),

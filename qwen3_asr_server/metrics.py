@@ -56,6 +56,18 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.audio_seconds = Counter(
+            "qwen3_asr_audio_seconds",
+            "Seconds of audio transcribed.",
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "qwen3_asr_tokens",
+            "Tokens the model read (kind=prompt, audio included) and wrote (kind=completion).",
+            ["kind"],
+            registry=self.registry,
+        )
+
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 

@@ -88,6 +88,24 @@ class Settings(BaseSettings):
     shutdown_timeout: int = Field(
         30, ge=0, description="Seconds in-flight requests get to finish on SIGTERM."
     )
+    max_upload_mb: float = Field(
+        25.0, gt=0, description="Largest audio upload in MB (MiB), as OpenAI's 25 MB; over it: 413."
+    )
+    max_audio_seconds: float = Field(
+        10800.0, gt=0, description="Longest audio accepted, in seconds (decoded length)."
+    )
+    segment_seconds: float = Field(
+        30.0,
+        gt=1,
+        description="Longest piece of audio sent to the model at once; longer audio is cut "
+        "at pauses into pieces of at most this length.",
+    )
+    segment_concurrency: int = Field(
+        8, gt=0, description="Pieces of one request transcribed at the same time."
+    )
+    decode_workers: int = Field(
+        2, gt=0, description="Threads decoding uploads at the same time (CPU work)."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -22,6 +23,11 @@ class AppState:
     catalog: Catalog
     supervisor: Supervisor
     upstream: Upstream
+    upload_limit: int  # bytes
+    decoding: asyncio.Semaphore = field(init=False)  # uploads being decoded (CPU-bound)
+
+    def __post_init__(self) -> None:
+        self.decoding = asyncio.Semaphore(self.settings.decode_workers)
 
 
 def get_state(request: Request) -> AppState:

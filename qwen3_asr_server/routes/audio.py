@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from .. import formats, forms, prompt
+from .. import audio, formats, forms, limits
 from ..auth import require_api_key
-from ..cleaning import clean
-from ..errors import APIError, invalid
+from ..errors import invalid
 from ..state import AppState, State
+from ..transcribe import Options, Transcript, transcribe
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
@@ -32,33 +32,47 @@ async def translations(request: Request, state: State) -> Response:
 async def _transcribe(request: Request, state: AppState, *, translation: bool) -> Response:
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
+    settings = state.settings
     async with request.form(max_files=1, max_fields=32) as form:
         options = forms.parse(form, translation=translation)
         state.catalog.resolve(options.model)
-        audio = await options.upload.read()
-    if not audio:
-        raise invalid("The audio 'file' is empty.", "file", code="empty_file")
-    body = prompt.transcription_request(
-        model=state.upstream.model,
-        audio=audio,
-        audio_format=options.audio_format,
-        language=options.language,
-        context=options.prompt,
-        temperature=options.temperature,
+        limits.check_upload(options.upload, state.upload_limit)
+        if not options.upload.size:
+            raise invalid("The audio 'file' is empty.", "file", code="empty_file")
+        state.upstream.check_ready()  # no decoding for a backend that cannot answer
+        async with state.decoding:
+            decoded = await asyncio.to_thread(
+                audio.decode, options.upload.file, settings.max_audio_seconds
+            )
+    transcript = await transcribe(
+        state.upstream,
+        decoded,
+        Options(
+            language=options.language,
+            context=options.prompt,
+            temperature=options.temperature,
+            timed=options.response_format in forms.TIMED_FORMATS,
+            window=settings.segment_seconds,
+            concurrency=settings.segment_concurrency,
+        ),
+        request.state.request_id,
     )
-    answer = await state.upstream.chat(body, request.state.request_id)
-    cleaned = clean(_content(answer))
+    _count(state, transcript)
     note = None
     if translation:
-        spoken = f" ({cleaned.language})" if cleaned.language else ""
+        spoken = f" ({transcript.language})" if transcript.language else ""
         note = TRANSLATION_NOTE.format(language=spoken)
-    usage = None if translation else formats.token_usage(answer.get("usage"))
-    return formats.transcription(cleaned.text, options.response_format, usage=usage, note=note)
+    return formats.render(
+        transcript,
+        options.response_format,
+        task="translate" if translation else "transcribe",
+        temperature=options.temperature,
+        note=note,
+    )
 
 
-def _content(answer: dict[str, Any]) -> str:
-    try:
-        content = answer["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise APIError(502, "The speech backend sent no transcript.", code="backend_error") from exc
-    return content if isinstance(content, str) else ""
+def _count(state: AppState, transcript: Transcript) -> None:
+    metrics = state.metrics
+    metrics.audio_seconds.inc(transcript.duration)
+    metrics.tokens.labels(kind="prompt").inc(transcript.prompt_tokens)
+    metrics.tokens.labels(kind="completion").inc(transcript.completion_tokens)
