@@ -9,7 +9,9 @@ cleaned by the same rules, however the upstream splits its chunks.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 ASR_TEXT_TAG = "<asr_text>"
 NO_SPEECH = "None"
@@ -18,6 +20,7 @@ _HEAD = "language "
 # look like a language name, so that a transcript such as "language models\n..." survives.
 _PREFIX = re.compile(r"language (?:([^<\n]{0,40})<asr_text>|([A-Z][a-z]+),?\n)")
 _MAX_NAME = 41  # 40 name characters and an optional comma
+_CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")
 
 
 def _could_become_prefix(head: str) -> bool:
@@ -69,6 +72,16 @@ class StreamCleaner:
             return ""
         return self._release()
 
+    @property
+    def decided(self) -> bool:
+        """Whether it is known yet if the answer starts with a language prefix."""
+        return self._decided
+
+    @property
+    def silent(self) -> bool:
+        """The model said `language None`: nothing it writes is transcript."""
+        return self._silent
+
     def finish(self) -> str:
         """Flush what was held back: an answer that ended while it still looked like a prefix."""
         if self._silent or self._decided:
@@ -98,3 +111,55 @@ def clean(raw: str) -> Cleaned:
     cleaner = StreamCleaner()
     text = (cleaner.feed(raw) + cleaner.finish()).rstrip()
     return Cleaned(text, cleaner.language)
+
+
+class LogprobFilter:
+    """Keep the log-probabilities of the transcript's own tokens, as OpenAI returns them.
+
+    vLLM reports one entry per generated token, the `language X<asr_text>` prefix and the
+    end-of-turn token included; the client's text has neither. The tokens are run through a
+    cleaner of their own: those it holds back until it has seen the prefix are dropped with
+    it, unless the answer turns out to have no prefix.
+    """
+
+    def __init__(self) -> None:
+        self._cleaner = StreamCleaner()
+        self._held: list[dict[str, Any]] = []
+
+    def feed(self, entries: Iterable[Any]) -> list[dict[str, Any]]:
+        kept: list[dict[str, Any]] = []
+        for entry in entries:
+            token = entry.get("token") if isinstance(entry, dict) else None
+            if not isinstance(token, str) or _CONTROL_TOKEN.fullmatch(token):
+                continue
+            if self._cleaner.decided:
+                kept += [] if self._cleaner.silent else [_openai_logprob(entry)]
+                continue
+            text = self._cleaner.feed(token)
+            self._held.append(_openai_logprob(entry))
+            if self._cleaner.decided:
+                kept += self._release(text)
+        return kept
+
+    def finish(self) -> list[dict[str, Any]]:
+        if self._cleaner.decided:
+            return []
+        return self._release(self._cleaner.finish())
+
+    def _release(self, text: str) -> list[dict[str, Any]]:
+        held, self._held = self._held, []
+        if self._cleaner.silent:
+            return []
+        if self._cleaner.language is None:
+            return held  # no prefix: every held token is text
+        return held[-1:] if text else []  # the token that ended the prefix also began the text
+
+
+def _openai_logprob(entry: dict[str, Any]) -> dict[str, Any]:
+    token = str(entry["token"])
+    raw = entry.get("bytes")
+    return {
+        "token": token,
+        "logprob": float(entry.get("logprob", 0.0)),
+        "bytes": raw if isinstance(raw, list) else list(token.encode()),
+    }

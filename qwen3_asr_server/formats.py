@@ -64,6 +64,7 @@ def render(
     *,
     task: str,
     temperature: float,
+    logprobs: bool = False,
     note: str | None = None,
 ) -> Response:
     if response_format in ("srt", "vtt"):
@@ -76,6 +77,8 @@ def render(
         body = verbose(transcript, task=task, temperature=temperature)
     else:
         body = {"text": transcript.text, "usage": duration_usage(transcript.duration)}
+        if logprobs:
+            body["logprobs"] = transcript.logprobs
     if note is not None:
         body["_note"] = note
     return JSONResponse(body)

@@ -27,6 +27,8 @@ class AudioRequest:
     prompt: str | None
     response_format: str
     temperature: float
+    stream: bool
+    logprobs: bool  # include[]=logprobs
 
 
 def _text(form: FormData, name: str) -> str | None:
@@ -77,14 +79,35 @@ def _response_format(form: FormData) -> str:
     return value
 
 
-def _stream(form: FormData) -> None:
+def _stream(form: FormData, response_format: str, *, translation: bool) -> bool:
     value = (_text(form, "stream") or "false").lower()
-    if value in ("true", "1"):
-        raise invalid(
-            "stream=true is not supported by this server yet.", "stream", code="unsupported_value"
-        )
-    if value not in ("false", "0"):
+    if value not in ("true", "1", "false", "0"):
         raise invalid(f"'stream' must be true or false, got {value!r}.", "stream")
+    stream = value in ("true", "1")
+    if stream and translation:
+        raise invalid("Translations do not stream; send stream=false.", "stream")
+    if stream and response_format != "json":
+        raise invalid(
+            f"stream=true cannot be combined with response_format {response_format!r}: "
+            "streamed transcripts are transcript.text.delta events; use response_format json.",
+            "stream",
+            code="unsupported_value",
+        )
+    return stream
+
+
+def _logprobs(form: FormData, response_format: str) -> bool:
+    values = form.getlist("include[]")
+    for value in values:
+        if value != "logprobs":
+            raise invalid(f"Invalid 'include[]' value {value!r}: use logprobs.", "include")
+    if values and response_format != "json":
+        raise invalid(
+            f"include[]=logprobs needs response_format json, not {response_format!r}.",
+            "include",
+            code="unsupported_value",
+        )
+    return bool(values)
 
 
 def _check_granularities(form: FormData) -> None:
@@ -116,13 +139,16 @@ def _language(form: FormData) -> Language | None:
 def parse(form: FormData, *, translation: bool) -> AudioRequest:
     """Validate the form; a translation takes no `language` (Qwen3-ASR detects it)."""
     upload = _upload(form)
-    _stream(form)
+    response_format = _response_format(form)
+    stream = _stream(form, response_format, translation=translation)
     _check_granularities(form)
     return AudioRequest(
         upload=upload,
         model=_text(form, "model"),
         language=None if translation else _language(form),
         prompt=_text(form, "prompt"),
-        response_format=_response_format(form),
+        response_format=response_format,
         temperature=_temperature(form),
+        stream=stream,
+        logprobs=_logprobs(form, response_format),
     )

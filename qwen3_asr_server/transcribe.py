@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from . import prompt, segmentation
 from .audio import RATE, Audio
-from .cleaning import NO_SPEECH, clean
+from .cleaning import NO_SPEECH, LogprobFilter, clean
 from .errors import APIError
 from .languages import Language
 from .segmentation import Span
@@ -33,6 +33,7 @@ class Options:
     context: str | None
     temperature: float
     timed: bool  # segments with timestamps are wanted
+    logprobs: bool  # the text tokens' log-probabilities are wanted (include[]=logprobs)
     window: float  # seconds the model takes at once
     concurrency: int  # pieces of this request in flight upstream
 
@@ -44,6 +45,7 @@ class Segment:
     text: str
     tokens: list[int]  # the ids the model generated, when the backend returns them
     avg_logprob: float  # mean log-probability of those tokens (0.0 when unknown)
+    logprobs: list[dict[str, Any]]  # OpenAI's {token, logprob, bytes} for the text's tokens
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Transcript:
     language: str | None  # English name, as the model said it or as it was forced
     duration: float
     segments: list[Segment]
+    logprobs: list[dict[str, Any]]
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -64,13 +67,37 @@ class _Piece:
     completion_tokens: int
 
 
+def plan(audio: Audio, options: Options) -> list[Span]:
+    """The pieces to send: the whole clip when that will do, else pieces cut at pauses."""
+    if not options.timed and audio.duration <= options.window:
+        return [] if segmentation.is_silent(audio.samples) else [Span(0, len(audio.samples))]
+    return segmentation.split(audio.samples, RATE, options.window)
+
+
+def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options) -> dict[str, Any]:
+    """The chat request that transcribes one piece."""
+    body = prompt.transcription_request(
+        model=upstream.model,
+        audio=audio.wav(span.start, span.end),
+        audio_format="wav",
+        language=options.language,
+        context=options.context,
+        temperature=options.temperature,
+    )
+    if options.timed or options.logprobs:
+        body.update(logprobs=True, return_token_ids=True)
+    return body
+
+
+def joiner(language: str | None) -> str:
+    """What goes between the texts of two pieces."""
+    return "" if language in UNSPACED_LANGUAGES else " "
+
+
 async def transcribe(
     upstream: Upstream, audio: Audio, options: Options, request_id: str
 ) -> Transcript:
-    if not options.timed and audio.duration <= options.window:
-        spans = [] if segmentation.is_silent(audio.samples) else [Span(0, len(audio.samples))]
-    else:
-        spans = segmentation.split(audio.samples, RATE, options.window)
+    spans = plan(audio, options)
     slots = asyncio.Semaphore(options.concurrency)
 
     async def one(span: Span) -> _Piece:
@@ -80,12 +107,13 @@ async def transcribe(
     pieces = [piece for piece in await _all(one(span) for span in spans) if piece.segment.text]
     forced = options.language.name if options.language else None
     language = forced or next((piece.language for piece in pieces if piece.language), None)
-    separator = "" if language in UNSPACED_LANGUAGES else " "
+    separator = joiner(language)
     return Transcript(
         text=separator.join(piece.segment.text for piece in pieces),
         language=language,
         duration=audio.duration,
         segments=[piece.segment for piece in pieces],
+        logprobs=[entry for piece in pieces for entry in piece.segment.logprobs],
         prompt_tokens=sum(piece.prompt_tokens for piece in pieces),
         completion_tokens=sum(piece.completion_tokens for piece in pieces),
     )
@@ -94,24 +122,16 @@ async def transcribe(
 async def _transcribe_span(
     upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
 ) -> _Piece:
-    body = prompt.transcription_request(
-        model=upstream.model,
-        audio=audio.wav(span.start, span.end),
-        audio_format="wav",
-        language=options.language,
-        context=options.context,
-        temperature=options.temperature,
-    )
-    if options.timed:
-        body.update(logprobs=True, return_token_ids=True)
-    answer = await upstream.chat(body, request_id)
+    answer = await upstream.chat(request_body(upstream, audio, span, options), request_id)
     choice = _choice(answer)
     cleaned = clean(_content(choice))
+    entries = (choice.get("logprobs") or {}).get("content") or []
     logprobs = [
         float(entry["logprob"])
-        for entry in (choice.get("logprobs") or {}).get("content") or []
+        for entry in entries
         if isinstance(entry, dict) and math.isfinite(entry.get("logprob", math.nan))
     ]
+    kept = LogprobFilter()
     usage = answer.get("usage") or {}
     start, end = span.seconds(RATE)
     segment = Segment(
@@ -120,6 +140,7 @@ async def _transcribe_span(
         text=cleaned.text,
         tokens=[int(token) for token in choice.get("token_ids") or []],
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
+        logprobs=kept.feed(entries) + kept.finish(),
     )
     language = cleaned.language if cleaned.language != NO_SPEECH else None
     return _Piece(
@@ -156,4 +177,5 @@ async def _all(awaitables: Iterable[Awaitable[T]]) -> list[T]:
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.wait(tasks)  # not gather: see streaming.TranscriptStream.close

@@ -6,6 +6,7 @@ It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are bu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -126,4 +127,4 @@ class Upstream:
         except (httpx.HTTPError, ValueError):
             yield unavailable("The speech backend failed during the stream.").body()
         finally:
-            await response.aclose()
+            await asyncio.shield(response.aclose())

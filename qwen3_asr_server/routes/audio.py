@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import StreamingResponse
 
 from .. import audio, formats, forms, limits
 from ..auth import require_api_key
 from ..errors import invalid
 from ..state import AppState, State
-from ..transcribe import Options, Transcript, transcribe
+from ..streaming import TranscriptStream
+from ..transcribe import Options, transcribe
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
@@ -44,20 +47,25 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
             decoded = await asyncio.to_thread(
                 audio.decode, options.upload.file, settings.max_audio_seconds
             )
-    transcript = await transcribe(
-        state.upstream,
-        decoded,
-        Options(
-            language=options.language,
-            context=options.prompt,
-            temperature=options.temperature,
-            timed=options.response_format in forms.TIMED_FORMATS,
-            window=settings.segment_seconds,
-            concurrency=settings.segment_concurrency,
-        ),
-        request.state.request_id,
+    work = Options(
+        language=options.language,
+        context=options.prompt,
+        temperature=options.temperature,
+        timed=options.response_format in forms.TIMED_FORMATS,
+        logprobs=options.logprobs,
+        window=settings.segment_seconds,
+        concurrency=settings.segment_concurrency,
     )
-    _count(state, transcript)
+    if options.stream:
+        stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
+        await stream.start()
+        return StreamingResponse(
+            _counted(state, stream, decoded.duration),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
+    transcript = await transcribe(state.upstream, decoded, work, request.state.request_id)
+    _count(state, transcript.duration, transcript.prompt_tokens, transcript.completion_tokens)
     note = None
     if translation:
         spoken = f" ({transcript.language})" if transcript.language else ""
@@ -67,12 +75,19 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         options.response_format,
         task="translate" if translation else "transcribe",
         temperature=options.temperature,
+        logprobs=options.logprobs,
         note=note,
     )
 
 
-def _count(state: AppState, transcript: Transcript) -> None:
+async def _counted(state: AppState, stream: TranscriptStream, seconds: float) -> AsyncIterator[str]:
+    async for event in stream.events():
+        yield event
+    _count(state, seconds, stream.prompt_tokens, stream.completion_tokens)
+
+
+def _count(state: AppState, seconds: float, prompt_tokens: int, completion_tokens: int) -> None:
     metrics = state.metrics
-    metrics.audio_seconds.inc(transcript.duration)
-    metrics.tokens.labels(kind="prompt").inc(transcript.prompt_tokens)
-    metrics.tokens.labels(kind="completion").inc(transcript.completion_tokens)
+    metrics.audio_seconds.inc(seconds)
+    metrics.tokens.labels(kind="prompt").inc(prompt_tokens)
+    metrics.tokens.labels(kind="completion").inc(completion_tokens)

@@ -143,6 +143,27 @@ def test_subtitles(engine: Engine) -> None:
     assert vtt.text == f"WEBVTT\n\n00:00:00.000 --> 00:00:05.000\n{EXPECTED_TEXT}\n\n"
 
 
+def test_streamed_transcription_is_openais_events(engine: Engine) -> None:
+    stream = engine.sdk().audio.transcriptions.create(
+        model=MODEL, file=("a.wav", CLIP), stream=True
+    )
+    *deltas, done = list(stream)
+    assert {event.type for event in deltas} == {"transcript.text.delta"}
+    assert done.type == "transcript.text.done"
+    assert "".join(event.delta for event in deltas) == done.text == EXPECTED_TEXT
+    assert done.usage is not None
+    assert done.usage.output_tokens == _answer_tokens(engine)
+
+
+def test_logprobs_are_vllms_for_the_text_tokens(engine: Engine) -> None:
+    result = engine.sdk().audio.transcriptions.create(
+        model=MODEL, file=("a.wav", CLIP), include=["logprobs"]
+    )
+    assert result.logprobs is not None
+    assert "".join(entry.token or "" for entry in result.logprobs) == EXPECTED_TEXT
+    assert all(entry.logprob is not None and entry.logprob <= 0 for entry in result.logprobs)
+
+
 def test_long_recording_is_cut_at_pauses_and_stitched(engine: Engine) -> None:
     pattern = [(float(seconds), True) for seconds in (9, 12, 7, 14, 10, 11)]
     recording = speech_like([piece for phrase in pattern for piece in (phrase, (1.0, False))])

@@ -136,7 +136,9 @@ def _error(response_json: dict) -> dict:
         ({"response_format": "diarized_json"}, {"file": ("a.wav", SPEECH)}, "response_format"),
         ({"temperature": "2"}, {"file": ("a.wav", SPEECH)}, "temperature"),
         ({"temperature": "warm"}, {"file": ("a.wav", SPEECH)}, "temperature"),
-        ({"stream": "true"}, {"file": ("a.wav", SPEECH)}, "stream"),
+        ({"stream": "true", "response_format": "text"}, {"file": ("a.wav", SPEECH)}, "stream"),
+        ({"include[]": "logprobs", "response_format": "srt"}, {"file": ("a", SPEECH)}, "include"),
+        ({"include[]": "tokens"}, {"file": ("a.wav", SPEECH)}, "include"),
         ({"stream": "maybe"}, {"file": ("a.wav", SPEECH)}, "stream"),
         (
             {"timestamp_granularities[]": "phoneme"},

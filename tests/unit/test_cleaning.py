@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from qwen3_asr_server.cleaning import StreamCleaner, clean
+from qwen3_asr_server.cleaning import LogprobFilter, StreamCleaner, clean
 
 RAW_ANSWERS = [
     ("language English<asr_text>Hello world.", "Hello world.", "English"),
@@ -70,3 +70,29 @@ def test_no_speech_swallows_everything_after_it() -> None:
     assert cleaner.feed("language None<asr_text>") == ""
     assert cleaner.feed("phantom words") == ""
     assert cleaner.finish() == ""
+
+
+def _entries(*tokens: str) -> list[dict]:
+    return [{"token": token, "logprob": -0.5, "bytes": list(token.encode())} for token in tokens]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "kept"),
+    [
+        (["language", " English", "<asr_text>", "Hello", " world", "."], ["Hello", " world", "."]),
+        (["language", " English", "\n", "Hello", " world."], ["Hello", " world."]),
+        (["Hello", " world", ".", "<|im_end|>"], ["Hello", " world", "."]),
+        (
+            ["language", " models", " are", " big", "."],
+            ["language", " models", " are", " big", "."],
+        ),
+        (["language", " None", "<asr_text>", "<|im_end|>"], []),
+        (list("language English<asr_text>Hi"), ["H", "i"]),
+    ],
+)
+def test_logprob_filter_keeps_only_the_texts_tokens(tokens: list[str], kept: list[str]) -> None:
+    whole = LogprobFilter()
+    assert [entry["token"] for entry in whole.feed(_entries(*tokens)) + whole.finish()] == kept
+    one_by_one = LogprobFilter()
+    streamed = [e for token in tokens for e in one_by_one.feed(_entries(token))]
+    assert [entry["token"] for entry in streamed + one_by_one.finish()] == kept

@@ -1,0 +1,177 @@
+"""stream=true: OpenAI's `transcript.text.delta` / `transcript.text.done` events.
+
+vLLM streams chat chunks that still carry `language X<asr_text>`, split anywhere; clients
+expect OpenAI's events with clean text. The pieces of a long recording stream from vLLM
+concurrently, each into a queue of its own, and the queues are read one after the other, so
+piece N+1's deltas never reach the client before piece N's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .audio import Audio
+from .cleaning import NO_SPEECH, LogprobFilter, StreamCleaner
+from .errors import APIError, unavailable
+from .segmentation import Span
+from .transcribe import Options, joiner, plan, request_body
+from .upstream import Upstream
+
+DELTA = "transcript.text.delta"
+DONE = "transcript.text.done"
+
+
+@dataclass
+class _Item:
+    """What one piece's stream produced next: text, its end, or its failure."""
+
+    text: str = ""
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+    language: str | None = None
+    end: bool = False
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: APIError | None = None
+
+
+def sse(event: dict[str, Any]) -> str:
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+class TranscriptStream:
+    """The events of one streamed transcription; `start()` before iterating.
+
+    `start()` waits for the first piece's first answer, so that a backend that refuses the
+    request at once is still an HTTP error, not an error event in a 200 stream.
+    """
+
+    def __init__(self, upstream: Upstream, audio: Audio, options: Options, request_id: str):
+        self.upstream = upstream
+        self.audio = audio
+        self.options = options
+        self.request_id = request_id
+        self.spans = plan(audio, options)
+        self.queues: list[asyncio.Queue[_Item]] = [asyncio.Queue() for _ in self.spans]
+        self.tasks: list[asyncio.Task[None]] = []
+        self.first: _Item | None = None
+        self.prompt_tokens = 0  # totals, known once the events are through
+        self.completion_tokens = 0
+
+    async def start(self) -> None:
+        slots = asyncio.Semaphore(self.options.concurrency)
+        self.tasks = [
+            asyncio.create_task(self._piece(span, queue, slots))
+            for span, queue in zip(self.spans, self.queues, strict=True)
+        ]
+        if self.queues:
+            try:
+                self.first = await self.queues[0].get()
+            except BaseException:
+                await self.close()
+                raise
+            if self.first.error is not None:
+                await self.close()
+                raise self.first.error
+
+    async def close(self) -> None:
+        """Stop every piece still streaming; their upstream requests are cancelled."""
+        for task in self.tasks:
+            task.cancel()
+        if self.tasks:
+            # not gather: a gather that is cancelled cancels its tasks again, and a second
+            # cancellation interrupts httpx closing the upstream connection
+            await asyncio.wait(self.tasks)
+
+    async def events(self) -> AsyncIterator[str]:
+        forced = self.options.language.name if self.options.language else None
+        parts: list[str] = []
+        logprobs: list[dict[str, Any]] = []
+        try:
+            for index in range(len(self.queues)):
+                started = False
+                while True:
+                    item = await self._next(index)
+                    if item.error is not None:
+                        yield sse(item.error.body())
+                        return
+                    if item.end:
+                        self.prompt_tokens += int(item.usage.get("prompt_tokens") or 0)
+                        self.completion_tokens += int(item.usage.get("completion_tokens") or 0)
+                        break
+                    text = item.text
+                    if text and not started and "".join(parts):
+                        text = joiner(forced or item.language) + text
+                    started = started or bool(text)
+                    parts.append(text)
+                    logprobs += item.logprobs
+                    yield sse(self._delta(text, item.logprobs))
+            usage = {
+                "type": "tokens",
+                "input_tokens": self.prompt_tokens,
+                "output_tokens": self.completion_tokens,
+                "total_tokens": self.prompt_tokens + self.completion_tokens,
+            }
+            done: dict[str, Any] = {"type": DONE, "text": "".join(parts), "usage": usage}
+            if self.options.logprobs:
+                done["logprobs"] = logprobs
+            yield sse(done)
+        finally:
+            await self.close()
+
+    async def _next(self, index: int) -> _Item:
+        if index == 0 and self.first is not None:
+            item, self.first = self.first, None
+            return item
+        return await self.queues[index].get()
+
+    def _delta(self, text: str, logprobs: list[dict[str, Any]]) -> dict[str, Any]:
+        event: dict[str, Any] = {"type": DELTA, "delta": text}
+        if self.options.logprobs:
+            event["logprobs"] = logprobs
+        return event
+
+    async def _piece(
+        self, span: Span, queue: asyncio.Queue[_Item], slots: asyncio.Semaphore
+    ) -> None:
+        async with slots:
+            body = request_body(self.upstream, self.audio, span, self.options)
+            body["stream_options"] = {"include_usage": True}
+            try:
+                events = await self.upstream.chat_stream(body, self.request_id)
+            except APIError as exc:
+                queue.put_nowait(_Item(error=exc))
+                return
+            queue.put_nowait(await _relay(events, queue))
+
+
+async def _relay(events: AsyncIterator[dict[str, Any]], queue: asyncio.Queue[_Item]) -> _Item:
+    """Put a piece's clean deltas into `queue`; return its last item (end or error)."""
+    cleaner = StreamCleaner()
+    kept = LogprobFilter()
+    usage: dict[str, Any] = {}
+    finished = False
+    async for event in events:
+        if "error" in event:
+            error = event["error"] if isinstance(event["error"], dict) else {}
+            message = str(error.get("message") or "The speech backend failed.")
+            return _Item(
+                error=APIError(502, message, type=error.get("type"), code=error.get("code"))
+            )
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            content = (choice.get("delta") or {}).get("content")
+            text = cleaner.feed(content) if isinstance(content, str) else ""
+            logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
+            if choice.get("finish_reason") is not None:
+                finished = True
+                text += cleaner.finish()
+                logprobs += kept.finish()
+            if text or logprobs:
+                language = cleaner.language if cleaner.language != NO_SPEECH else None
+                queue.put_nowait(_Item(text=text, logprobs=logprobs, language=language))
+    if not finished:
+        return _Item(error=unavailable("The speech backend ended the stream before the end."))
+    return _Item(end=True, usage=usage)
