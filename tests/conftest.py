@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -80,3 +81,33 @@ async def harness(standin: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harn
     fake, server = standin
     async for h in start_harness(Settings(model=MODEL, backend_url=server.url), fake):
         yield h
+
+
+class LiveServer:
+    """The whole server on a real loopback port, in front of a stand-in upstream: for tools
+    that run as their own processes (benchmark.py, test-asr.py)."""
+
+    def __init__(self, standin: StandIn, api_key: str | None = None) -> None:
+        self.standin = standin
+        self.api_key = api_key
+        self._backend = ThreadedServer(standin.app).start()
+        settings = Settings(model=MODEL, backend_url=self._backend.url, api_key=api_key)
+        self._server = ThreadedServer(create_app(settings)).start()
+        self.url = self._server.url
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{self.url}/health").status_code != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the live server never became ready")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._server.stop()
+        self._backend.stop()
+
+
+@pytest.fixture
+def live_server() -> Iterator[LiveServer]:
+    """A live server with a stand-in that takes 20 ms an answer and names the audio's length."""
+    server = LiveServer(StandIn(MODEL, delay=0.02, describe=True))
+    yield server
+    server.stop()

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Transcribe one audio file with a running qwen3-asr-server and print the transcript.
+
+usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
+                          [--format json|text|srt|vtt|verbose_json] [--stream] [--translate]
+                          [--url http://localhost:8000] [--api-key KEY] [--model whisper-1]
+                          [--timeout 600]
+
+examples:
+  ./test-asr.py meeting.wav --language en
+  ./test-asr.py lecture.mp3 --context "Hermes, oikos" --stream
+  ./test-asr.py clip.m4a --format srt > clip.srt
+
+--format json and text print the transcript, srt and vtt the subtitle file as the server
+sends it, verbose_json the whole answer (segments, timestamps) pretty-printed.
+--context primes the model with names and terms: the file goes to /v1/chat/completions as an
+input_audio part, the context as the system message, a --language as the assistant's pre-fill.
+--stream prints the text as the model writes it. The API key comes from --api-key or the
+QWEN_API_KEY environment variable.
+
+exit status: 0 the transcript was printed, 1 the request failed (one line on stderr says why),
+2 a usage error. Needs only httpx (pip install httpx).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+try:
+    import httpx
+except ImportError:
+    sys.exit("test-asr: error: this script needs httpx: pip install httpx")
+
+# Qwen3-ASR's languages: the model names them in English ("language French<asr_text>...").
+LANGUAGES = {
+    "zh": "Chinese", "en": "English", "yue": "Cantonese", "ar": "Arabic", "de": "German",
+    "fr": "French", "es": "Spanish", "pt": "Portuguese", "id": "Indonesian", "it": "Italian",
+    "ko": "Korean", "ru": "Russian", "th": "Thai", "vi": "Vietnamese", "ja": "Japanese",
+    "tr": "Turkish", "hi": "Hindi", "ms": "Malay", "nl": "Dutch", "sv": "Swedish",
+    "da": "Danish", "fi": "Finnish", "pl": "Polish", "cs": "Czech", "fil": "Filipino",
+    "fa": "Persian", "el": "Greek", "hu": "Hungarian", "mk": "Macedonian", "ro": "Romanian",
+}  # fmt: skip
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+
+
+class Failure(Exception):
+    """The request failed; the message is the one line to print."""
+
+
+def language_name(value: str) -> str | None:
+    """The English name of a language given as a code or a name, any case."""
+    key = value.strip().lower()
+    return next((n for c, n in LANGUAGES.items() if key in (c, n.lower())), None)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    summary, _, details = (__doc__ or "").partition("\n\n")
+    parser = argparse.ArgumentParser(
+        description=summary,
+        epilog=details.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("file", metavar="FILE", help="the audio file (wav, mp3, m4a, ... anything FFmpeg reads)")
+    add("--language", metavar="LANG", help="the spoken language, code or English name: fr, French")
+    add("--context", metavar="TERMS", help="names and terms to prime the model with")
+    add("--format", choices=FORMATS, default="json", help="what to print (default: json)")
+    add("--stream", action="store_true", help="print the text as the model writes it")
+    add("--translate", action="store_true", help="use /v1/audio/translations")
+    add("--url", default="http://localhost:8000", help="the server (default: %(default)s)")
+    add("--api-key", metavar="KEY", default=os.environ.get("QWEN_API_KEY"), help="or QWEN_API_KEY")
+    add("--model", default="whisper-1", help="the model id to send (default: %(default)s)")
+    add("--timeout", type=float, default=600.0, metavar="SECONDS", help="default: %(default)g")
+    args = parser.parse_args(argv)
+    if args.translate and (args.language or args.stream or args.context is not None):
+        parser.error("--translate cannot be combined with --language, --stream or --context")
+    if (args.stream or args.context is not None) and args.format not in ("json", "text"):
+        parser.error(f"--stream and --context print plain text: drop --format {args.format}")
+    if args.language and language_name(args.language) is None:
+        parser.error(f"unknown language {args.language!r}; use one of: {', '.join(LANGUAGES)}")
+    if not args.url.startswith(("http://", "https://")):
+        parser.error(f"--url must start with http:// or https://, got {args.url!r}")
+    args.url = args.url.rstrip("/")
+    try:
+        args.audio = Path(args.file).read_bytes()
+    except OSError as exc:
+        parser.error(f"cannot read {args.file}: {exc.strerror or exc}")
+    return args
+
+
+def explain(response: httpx.Response, key_sent: bool) -> str:
+    """One line for a failed request: a hint when there is one, else the server's message."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else error
+    message = str(message or response.text.strip()[:200] or response.reason_phrase)
+    if response.status_code == 401 and not key_sent:
+        return "the server wants an API key: pass --api-key or set QWEN_API_KEY"
+    if response.status_code == 401:
+        return f"the server refused the API key ({message}): check --api-key or QWEN_API_KEY"
+    if response.status_code == 503 and "loading" in message:
+        return "the model is still loading; retry in a few seconds"
+    return f"{message} (HTTP {response.status_code})"
+
+
+def check(response: httpx.Response, key_sent: bool) -> None:
+    if response.status_code >= 400:
+        response.read()
+        raise Failure(explain(response, key_sent))
+
+
+def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The multipart request for /v1/audio/transcriptions or /translations."""
+    data = {"model": args.model, "response_format": "json" if args.stream else args.format}
+    if args.language:
+        data["language"] = args.language
+    if args.stream:
+        data["stream"] = "true"
+    endpoint = "translations" if args.translate else "transcriptions"
+    files = {"file": (Path(args.file).name, args.audio)}
+    return {"url": f"/v1/audio/{endpoint}", "data": data, "files": files}
+
+
+def chat_request(args: argparse.Namespace) -> dict[str, Any]:
+    """A context-primed chat completion: the Qwen3-ASR prompt, audio as input_audio."""
+    audio = {
+        "data": base64.b64encode(args.audio).decode("ascii"),
+        "format": Path(args.file).suffix.lstrip(".").lower() or "wav",
+    }
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": args.context},
+        {"role": "user", "content": [{"type": "input_audio", "input_audio": audio}]},
+    ]
+    body: dict[str, Any] = {"model": args.model, "messages": messages}
+    if args.language:
+        messages.append(
+            {"role": "assistant", "content": f"language {language_name(args.language)}<asr_text>"}
+        )
+        body |= {"continue_final_message": True, "add_generation_prompt": False}
+    if args.stream:
+        body["stream"] = True
+    return {"url": "/v1/chat/completions", "json": body}
+
+
+def render(response: httpx.Response, args: argparse.Namespace) -> str:
+    """What to print for a whole (not streamed) answer."""
+    if args.context is not None:
+        return str(response.json()["choices"][0]["message"]["content"])
+    if args.format == "json":
+        return str(response.json()["text"])
+    if args.format == "verbose_json":
+        return json.dumps(response.json(), indent=2, ensure_ascii=False)
+    return response.text
+
+
+def sse_data(response: httpx.Response) -> Iterator[str]:
+    """The data of each server-sent event."""
+    for line in response.iter_lines():
+        if line.startswith("data:"):
+            yield line[5:].strip()
+
+
+def stream_deltas(http: httpx.Client, args: argparse.Namespace) -> Iterator[str]:
+    """The text deltas of a streamed transcript or chat completion, as they arrive."""
+    request = chat_request(args) if args.context is not None else transcription_request(args)
+    with http.stream("POST", **request) as response:
+        check(response, bool(args.api_key))
+        for data in sse_data(response):
+            if data == "[DONE]":
+                return
+            event = json.loads(data)
+            if "error" in event:
+                error = event["error"]
+                raise Failure(str(error.get("message") if isinstance(error, dict) else error))
+            if event.get("type") == "transcript.text.delta":
+                yield str(event["delta"])
+            elif event.get("type") == "transcript.text.done":
+                return
+            elif event.get("choices"):
+                yield str(event["choices"][0].get("delta", {}).get("content") or "")
+    raise Failure("the stream ended before the transcript was done")
+
+
+def print_stream(deltas: Iterator[str]) -> None:
+    """Each delta as it comes, then one newline (also after a partial text, before an error)."""
+    written = done = False
+    try:
+        for delta in deltas:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+            written = written or bool(delta)
+        done = True
+    finally:
+        if written or done:
+            print()
+
+
+def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
+    if args.stream:
+        print_stream(stream_deltas(http, args))
+        return
+    request = chat_request(args) if args.context is not None else transcription_request(args)
+    response = http.post(**request)
+    check(response, bool(args.api_key))
+    text = render(response, args)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def start_hint(url: str) -> str:
+    port = urlsplit(url).port
+    return "python server.py" + (f" --port {port}" if port and port != 8000 else "")
+
+
+def run(args: argparse.Namespace) -> None:
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    timeout = httpx.Timeout(args.timeout, connect=min(args.timeout, 10.0))
+    try:
+        with httpx.Client(base_url=args.url, headers=headers, timeout=timeout) as http:
+            transcribe(http, args)
+    except httpx.ConnectError as exc:
+        raise Failure(
+            f"cannot reach {args.url}: is the server running? "
+            f"(start it with: {start_hint(args.url)} --model Qwen/Qwen3-ASR-1.7B)"
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise Failure(
+            f"no answer from {args.url} within {args.timeout:g} s (see --timeout)"
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise Failure(f"the request to {args.url} failed: {exc}") from exc
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise Failure(f"unexpected answer from {args.url}: {exc!r}") from exc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        run(args)
+    except Failure as exc:
+        print(f"test-asr: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

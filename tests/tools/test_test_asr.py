@@ -1,0 +1,243 @@
+"""test-asr.py, run as a person runs it: a subprocess against the live server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qwen3_asr_server.app import create_app
+from qwen3_asr_server.launch import free_port
+from qwen3_asr_server.settings import Settings
+from tests.conftest import MODEL, LiveServer
+from tests.fixtures.audio import wav
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+
+SCRIPT = Path(__file__).resolve().parents[2] / "test-asr.py"
+HEARD = "Heard 2.10 s."
+KEY_HINT = "test-asr: error: the server wants an API key: pass --api-key or set QWEN_API_KEY\n"
+
+
+def run_tool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.fixture
+def clip(tmp_path: Path) -> str:
+    path = tmp_path / "clip.wav"
+    path.write_bytes(wav(2.1))
+    return str(path)
+
+
+@pytest.fixture
+def keyed_server() -> Iterator[LiveServer]:
+    server = LiveServer(StandIn(MODEL), api_key="k")
+    yield server
+    server.stop()
+
+
+def last_request(server: LiveServer) -> dict[str, Any]:
+    request: dict[str, Any] = server.standin.requests[-1]
+    return request
+
+
+def test_the_script_is_an_executable_python3_script() -> None:
+    assert SCRIPT.read_text().startswith("#!/usr/bin/env python3\n")
+    assert os.access(SCRIPT, os.X_OK)
+
+
+def test_help_shows_the_usage() -> None:
+    result = run_tool("--help")
+    assert result.returncode == 0
+    for flag in ("--language", "--context", "--format", "--stream", "--translate", "--api-key"):
+        assert flag in result.stdout
+
+
+@pytest.mark.parametrize("response_format", ["json", "text"])
+def test_json_and_text_print_the_transcript(
+    live_server: LiveServer, clip: str, response_format: str
+) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--format", response_format)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{HEARD}\n", "")
+
+
+def test_json_is_the_default(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url)
+    assert (result.returncode, result.stdout) == (0, f"{HEARD}\n")
+
+
+def test_srt_prints_the_subtitle_file(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--format", "srt")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("1\n00:00:")
+    assert "Heard" in result.stdout
+
+
+def test_vtt_prints_the_subtitle_file(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--format", "vtt")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("WEBVTT")
+    assert "Heard" in result.stdout
+
+
+def test_verbose_json_prints_the_answer_pretty(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--format", "verbose_json")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["task"] == "transcribe"
+    assert answer["segments"]
+    assert answer["segments"][0]["text"].strip().startswith("Heard")
+    assert result.stdout.startswith('{\n  "')
+
+
+@pytest.mark.parametrize("language", ["fr", "French", "FR"])
+def test_a_forced_language(live_server: LiveServer, clip: str, language: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--language", language)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "Bonjour le monde.\n", "")
+
+
+def test_stream_prints_the_same_text(live_server: LiveServer, clip: str) -> None:
+    whole = run_tool(clip, "--url", live_server.url)
+    streamed = run_tool(clip, "--url", live_server.url, "--stream")
+    assert (streamed.returncode, streamed.stderr) == (0, "")
+    assert streamed.stdout == whole.stdout == f"{HEARD}\n"
+    assert last_request(live_server)["stream"] is True
+
+
+def test_context_primes_a_chat_completion(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--context", "Hermes, oikos")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{HEARD}\n", "")
+    request = last_request(live_server)
+    system, user = request["messages"]
+    assert system == {"role": "system", "content": "Hermes, oikos"}
+    assert user["role"] == "user"
+    assert {"type": "input_audio", "format": "wav"} in user["content"]
+    assert request["audio"]["seconds"] == pytest.approx(2.1)
+    assert "continue_final_message" not in request
+    assert not request.get("stream")
+
+
+def test_context_streams_with_a_forced_language(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(
+        clip, "--url", live_server.url, "--context", "Paris", "--stream", "--language", "fr"
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "Bonjour le monde.\n", "")
+    request = last_request(live_server)
+    assert request["messages"][0] == {"role": "system", "content": "Paris"}
+    assert request["messages"][-1] == {"role": "assistant", "content": "language French<asr_text>"}
+    assert request["continue_final_message"] is True
+    assert request["add_generation_prompt"] is False
+    assert request["stream"] is True
+
+
+def test_translate(live_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", live_server.url, "--translate")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{HEARD}\n", "")
+
+
+def test_a_keyed_server_without_a_key(keyed_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", keyed_server.url)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", KEY_HINT)
+
+
+def test_a_wrong_key(keyed_server: LiveServer, clip: str) -> None:
+    result = run_tool(clip, "--url", keyed_server.url, "--api-key", "wrong")
+    assert result.returncode == 1
+    assert result.stderr.startswith("test-asr: error: the server refused the API key")
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_good_key_works(keyed_server: LiveServer, clip: str, how: str) -> None:
+    if how == "flag":
+        result = run_tool(clip, "--url", keyed_server.url, "--api-key", "k")
+    else:
+        result = run_tool(clip, "--url", keyed_server.url, env={"QWEN_API_KEY": "k"})
+    assert (result.returncode, result.stdout, result.stderr) == (0, "Hello world.\n", "")
+
+
+def test_connection_refused_says_to_start_the_server(clip: str) -> None:
+    port = free_port()
+    result = run_tool(clip, "--url", f"http://127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"test-asr: error: cannot reach http://127.0.0.1:{port}: is the server running? "
+        f"(start it with: python server.py --port {port} --model Qwen/Qwen3-ASR-1.7B)\n"
+    )
+
+
+def test_a_loading_model_says_to_retry(clip: str) -> None:
+    dead_backend = f"http://127.0.0.1:{free_port()}"
+    server = ThreadedServer(create_app(Settings(model=MODEL, backend_url=dead_backend))).start()
+    try:
+        result = run_tool(clip, "--url", server.url)
+    finally:
+        server.stop()
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "test-asr: error: the model is still loading; retry in a few seconds\n"
+    )
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_tool(str(tmp_path / "nope.wav"))
+    assert result.returncode == 2
+    assert "cannot read" in result.stderr
+    assert "nope.wav" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--translate", "--stream"],
+        ["--translate", "--language", "fr"],
+        ["--translate", "--context", "Hermes"],
+        ["--stream", "--format", "srt"],
+        ["--context", "Hermes", "--format", "verbose_json"],
+        ["--language", "klingon"],
+        ["--format", "docx"],
+        ["--url", "localhost:8000"],
+    ],
+)
+def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
+    result = run_tool(clip, *flags)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "error:" in result.stderr
+
+
+def test_a_garbage_file_gets_the_servers_message(live_server: LiveServer, tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.wav"
+    garbage.write_bytes(b"this is not audio at all" * 40)
+    result = run_tool(str(garbage), "--url", live_server.url)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("test-asr: error: The audio file could not be decoded")
+    assert result.stderr.endswith(" (HTTP 400)\n")
+    assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("context", [[], ["--context", "Hermes"]])
+def test_an_error_mid_stream_fails(clip: str, context: list[str]) -> None:
+    server = LiveServer(StandIn(MODEL, describe=True, fail_after=4))
+    try:
+        result = run_tool(clip, "--url", server.url, "--stream", *context)
+    finally:
+        server.stop()
+    assert result.returncode == 1
+    assert result.stdout == "Heard\n"
+    assert result.stderr.startswith("test-asr: error: ")
+    assert result.stderr.count("\n") == 1
