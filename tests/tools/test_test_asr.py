@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from qwen3_asr_server.launch import free_port
 from qwen3_asr_server.settings import Settings
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
+from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 
@@ -26,14 +26,7 @@ KEY_HINT = "test-asr: error: the server wants an API key: pass --api-key or set 
 
 
 def run_tool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    return run_script("test-asr.py", *args, env=env)
 
 
 @pytest.fixture
