@@ -117,6 +117,14 @@ class Settings(BaseSettings):
             return [alias.strip() for alias in value.split(",") if alias.strip()]
         return value
 
+    @field_validator("api_key", "backend_api_key", mode="before")
+    @classmethod
+    def _empty_key_is_no_key(cls, value: Any) -> Any:
+        """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
     @field_validator("backend_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:

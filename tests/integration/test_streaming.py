@@ -93,7 +93,7 @@ async def test_silence_streams_only_an_empty_done(harness: Harness) -> None:
 
 
 async def test_long_audio_streams_piece_by_piece_in_order() -> None:
-    async with _app(StandIn(MODEL, describe=True, piece_delay=0.01)) as harness:
+    async with _app(StandIn(MODEL, delay=0.1, describe=True, piece_delay=0.01)) as harness:
         verbose = await harness.sdk.audio.transcriptions.create(
             model=MODEL, file=("long.mp3", LONG), response_format="verbose_json"
         )

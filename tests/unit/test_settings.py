@@ -83,3 +83,12 @@ def test_readme_documents_every_setting() -> None:
         extra = field.json_schema_extra
         if isinstance(extra, dict):
             assert row.group(2) == extra["env"]
+
+
+def test_an_empty_api_key_means_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QWEN_API_KEY", "")
+    monkeypatch.setenv("QWEN3_ASR_BACKEND_API_KEY", "  ")
+    settings, _ = parse_args([])
+    assert settings.api_key is None
+    assert settings.backend_api_key is None
+    assert parse_args(["--api-key", "k"])[0].api_key is not None
