@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -68,8 +69,48 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.upstream_in_flight = Gauge(
+            "qwen3_asr_upstream_in_flight",
+            "Requests to vLLM in flight (at most --max-concurrent).",
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            "qwen3_asr_queue_depth",
+            "Requests waiting for a free slot to vLLM.",
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "qwen3_asr_rejected",
+            "Requests answered 429: the queue was full, or no slot came free in time.",
+            ["reason"],
+            registry=self.registry,
+        )
+
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+async def call_observed(
+    app: ASGIApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    done: Callable[[int, float], None],
+) -> None:
+    """Run `app`; then tell `done` the status the client got and the seconds it took."""
+    status = 500  # what the client sees if an error escapes before an answer started
+
+    async def send_recording(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    start = time.perf_counter()
+    try:
+        await app(scope, receive, send_recording)
+    finally:
+        done(status, time.perf_counter() - start)
 
 
 class MetricsMiddleware:
@@ -83,21 +124,13 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
 
-        async def send_recording(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        start = time.perf_counter()
-        self.metrics.in_flight.inc()
-        try:
-            await self.app(scope, receive, send_recording)
-        finally:
+        def count(status: int, seconds: float) -> None:
             self.metrics.in_flight.dec()
             method = scope["method"] if scope["method"] in _METHODS else "OTHER"
             path = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.requests.labels(method, path, str(status)).inc()
-            self.metrics.duration.labels(method, path).observe(time.perf_counter() - start)
+            self.metrics.duration.labels(method, path).observe(seconds)
+
+        self.metrics.in_flight.inc()
+        await call_observed(self.app, scope, receive, send, count)

@@ -106,6 +106,31 @@ class Settings(BaseSettings):
     decode_workers: int = Field(
         2, gt=0, description="Threads decoding uploads at the same time (CPU work)."
     )
+    max_concurrent: int | None = Field(
+        None,
+        gt=0,
+        description="Requests to vLLM in flight at once (default: --max-num-seqs, else 64); "
+        "more wait in the queue.",
+    )
+    max_queue: int = Field(
+        256, ge=0, description="Requests that may wait for a slot; beyond it: 429."
+    )
+    queue_timeout: float = Field(
+        30.0, gt=0, description="Seconds a request may wait for a slot before a 429."
+    )
+    max_json_mb: float = Field(
+        36.0,
+        gt=0,
+        description="Largest JSON body (chat completions, base64 audio included) in MB (MiB).",
+    )
+    allow_remote_audio_urls: bool = Field(
+        False,
+        description="Let chat requests carry http(s) audio_url parts, which vLLM fetches "
+        "(off: only data: URLs and input_audio, against server-side request forgery).",
+    )
+    log_transcripts: bool = Field(
+        False, description="Log the text of transcripts (off: only ids, sizes and timings)."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )

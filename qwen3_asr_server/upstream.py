@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 
+from .admission import DEFAULT_LIMIT, Admission
 from .errors import APIError, unavailable
 from .settings import Settings
 from .supervisor import Supervisor
@@ -46,6 +47,10 @@ class Upstream:
     def __init__(self, settings: Settings, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.timeout = settings.request_timeout
+        limit = settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
+        self.admission = Admission(
+            limit, settings.max_queue, settings.queue_timeout, supervisor.metrics
+        )
         self._client = httpx.AsyncClient(
             base_url=supervisor.url,
             headers=settings.backend_headers,
@@ -66,7 +71,19 @@ class Upstream:
             raise unavailable(f"The speech model is {state}; retry shortly.")
 
     async def _send(self, body: dict[str, Any], request_id: str, stream: bool) -> httpx.Response:
+        """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
         self.check_ready()
+        await self.admission.acquire()
+        try:
+            response = await self._request(body, request_id, stream)
+        except BaseException:
+            self.admission.release()
+            raise
+        if not stream:
+            self.admission.release()
+        return response
+
+    async def _request(self, body: dict[str, Any], request_id: str, stream: bool) -> httpx.Response:
         request = self._client.build_request(
             "POST", CHAT_PATH, json=body, headers={"X-Request-Id": request_id}
         )
@@ -99,20 +116,39 @@ class Upstream:
             raise APIError(502, "The backend sent invalid JSON.", code="backend_error") from exc
         return data
 
-    async def chat_stream(
-        self, body: dict[str, Any], request_id: str
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Open a streaming chat completion; errors before the first event raise here.
-
-        The returned iterator yields each SSE event as JSON; a failure of the backend after
-        the stream started is yielded as one final OpenAI-shaped `{"error": ...}` event.
-        """
+    async def chat_stream(self, body: dict[str, Any], request_id: str) -> EventStream:
+        """Open a streaming chat completion; errors before the first event raise here."""
         response = await self._send({**body, "stream": True}, request_id, stream=True)
-        return self._events(response)
+        return EventStream(response, self.admission.release)
 
-    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+
+class EventStream:
+    """vLLM's streamed answer as JSON events. It holds its admission slot and connection
+    until `aclose()`: call it also when the stream is never read (a client gone early).
+
+    A failure of the backend after the stream started is yielded as one final
+    OpenAI-shaped `{"error": ...}` event.
+    """
+
+    def __init__(self, response: httpx.Response, release: Callable[[], None]) -> None:
+        self._response = response
+        self._release: Callable[[], None] | None = release
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._events()
+
+    async def aclose(self) -> None:
+        release, self._release = self._release, None
+        if release is None:
+            return
+        release()
+        # shielded: a second cancellation must not leave the connection open, with vLLM
+        # still generating for a client that is gone
+        await asyncio.shield(self._response.aclose())
+
+    async def _events(self) -> AsyncIterator[dict[str, Any]]:
         try:
-            async for line in response.aiter_lines():
+            async for line in self._response.aiter_lines():
                 if not line.startswith("data:"):
                     continue
                 data = line[len("data:") :].strip()
@@ -127,4 +163,4 @@ class Upstream:
         except (httpx.HTTPError, ValueError):
             yield unavailable("The speech backend failed during the stream.").body()
         finally:
-            await asyncio.shield(response.aclose())
+            await self.aclose()
