@@ -9,8 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from . import __version__, errors
+from .access_log import AccessLogMiddleware
 from .catalog import Catalog
-from .limits import MIB, BodyLimit
+from .limits import MIB, BodyLimit, body_caps
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models
@@ -58,9 +59,12 @@ def create_app(
     errors.install(app)
     for module in (audio, chat, models, health):
         app.include_router(module.router)
-    # Added last is outermost: metrics see every answer, each carries its request id.
-    app.add_middleware(BodyLimit, file_limit=state.upload_limit)
+    # Added last is outermost: metrics see every answer, each carries its request id; the
+    # access log sees the id and the final status (an unexpected error's 500 included).
+    json_limit = int(settings.max_json_mb * MIB)
+    app.add_middleware(BodyLimit, caps=body_caps(state.upload_limit, json_limit))
     app.add_middleware(errors.ErrorGuard)
+    app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -114,7 +114,7 @@ def clean(raw: str) -> Cleaned:
 
 
 class LogprobFilter:
-    """Keep the log-probabilities of the transcript's own tokens, as OpenAI returns them.
+    """Keep the log-probability entries of the transcript's own tokens, as vLLM sent them.
 
     vLLM reports one entry per generated token, the `language X<asr_text>` prefix and the
     end-of-turn token included; the client's text has neither. The tokens are run through a
@@ -133,10 +133,10 @@ class LogprobFilter:
             if not isinstance(token, str) or _CONTROL_TOKEN.fullmatch(token):
                 continue
             if self._cleaner.decided:
-                kept += [] if self._cleaner.silent else [_openai_logprob(entry)]
+                kept += [] if self._cleaner.silent else [entry]
                 continue
             text = self._cleaner.feed(token)
-            self._held.append(_openai_logprob(entry))
+            self._held.append(entry)
             if self._cleaner.decided:
                 kept += self._release(text)
         return kept
@@ -155,7 +155,8 @@ class LogprobFilter:
         return held[-1:] if text else []  # the token that ended the prefix also began the text
 
 
-def _openai_logprob(entry: dict[str, Any]) -> dict[str, Any]:
+def transcription_logprob(entry: dict[str, Any]) -> dict[str, Any]:
+    """A vLLM chat logprob entry in the shape OpenAI's transcriptions use."""
     token = str(entry["token"])
     raw = entry.get("bytes")
     return {

@@ -1,11 +1,15 @@
-"""Upload size limits, enforced while the body streams in, before any of it is parsed.
+"""Body size limits, enforced while the body streams in, before any of it is parsed.
 
-A client that declares a body over the limit (`Content-Length`) is refused before a byte is
-read; one that streams without declaring it is cut off at the limit. Either way the answer is
-OpenAI's 413, and memory holds no more than the limit, spooled to disk by the form parser.
+A client that declares a body over its route's limit (`Content-Length`) is refused before a
+byte is read; one that streams without declaring it is cut off at the limit. Either way the
+answer is OpenAI's 413 with `Connection: close`, and memory holds no more than the limit
+(uploads are spooled to disk by the form parser; a chat body is at most `--max-json-mb`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from starlette.datastructures import UploadFile
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -15,6 +19,9 @@ from .errors import APIError
 MIB = 1 << 20
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
+JSON_PATHS = ("/v1/chat/completions",)
+# Do not read the rest of the body to reuse the connection: the client is told to go.
+_CLOSE = {"Connection": "close"}
 
 
 def too_large(limit: int, seen: int | None = None) -> APIError:
@@ -25,7 +32,18 @@ def too_large(limit: int, seen: int | None = None) -> APIError:
         "(--max-upload-mb). Compress it (e.g. to Opus or MP3) or split it.",
         param="file",
         code="file_too_large",
-        headers={"Connection": "close"},  # do not read the rest of the body to reuse it
+        headers=_CLOSE,
+    )
+
+
+def json_too_large(limit: int, seen: int | None = None) -> APIError:
+    read = f" ({seen} bytes sent)" if seen is not None else ""
+    return APIError(
+        413,
+        f"The request body is too large: a JSON body may be at most {limit / MIB:g} MB{read} "
+        "(--max-json-mb). Send long audio as a file to /v1/audio/transcriptions instead.",
+        code="request_too_large",
+        headers=_CLOSE,
     )
 
 
@@ -35,16 +53,31 @@ def check_upload(upload: UploadFile, limit: int) -> None:
         raise too_large(limit, upload.size)
 
 
-class BodyLimit:
-    """ASGI middleware: bodies of upload routes over `file_limit` + form overhead are a 413."""
+@dataclass(frozen=True)
+class Cap:
+    """The most bytes a route's body may have, and the 413 (given the bytes declared)."""
 
-    def __init__(self, app: ASGIApp, file_limit: int) -> None:
+    limit: int
+    error: Callable[[int | None], APIError]
+
+
+def body_caps(upload_limit: int, json_limit: int) -> dict[str, Cap]:
+    """The server's caps by path: uploads (plus form overhead) and JSON bodies."""
+    upload = Cap(upload_limit + FORM_OVERHEAD, lambda seen: too_large(upload_limit, seen))
+    json = Cap(json_limit, lambda seen: json_too_large(json_limit, seen))
+    return {**dict.fromkeys(UPLOAD_PATHS, upload), **dict.fromkeys(JSON_PATHS, json)}
+
+
+class BodyLimit:
+    """ASGI middleware: a body over its path's cap is a 413; paths without a cap pass."""
+
+    def __init__(self, app: ASGIApp, caps: Mapping[str, Cap]) -> None:
         self.app = app
-        self.file_limit = file_limit
-        self.body_limit = file_limit + FORM_OVERHEAD
+        self.caps = dict(caps)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in UPLOAD_PATHS:
+        cap = self.caps.get(scope["path"]) if scope["type"] == "http" else None
+        if cap is None:
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
@@ -52,13 +85,13 @@ class BodyLimit:
 
         async def limited() -> Message:
             nonlocal received
-            if declared is not None and declared > self.body_limit:
-                raise too_large(self.file_limit, declared)
+            if declared is not None and declared > cap.limit:
+                raise cap.error(declared)
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.body_limit:
-                    raise too_large(self.file_limit)
+                if received > cap.limit:
+                    raise cap.error(None)
             return message
 
         await self.app(scope, limited, send)

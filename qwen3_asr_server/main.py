@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=settings.port,
         log_level=settings.log_level,
         timeout_graceful_shutdown=settings.shutdown_timeout,
+        access_log=False,  # access_log.AccessLog writes one line per request, with its id
     )
     server = uvicorn.Server(config)
     # Bind before the lifespan launches vLLM: a busy port should cost nothing but a message.

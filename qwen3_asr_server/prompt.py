@@ -17,18 +17,65 @@ from .cleaning import ASR_TEXT_TAG
 from .languages import Language
 
 _CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")
+_PREFILL = re.compile(r"language [A-Za-z]+" + re.escape(ASR_TEXT_TAG))  # a forced language
+# Message fields that carry media, not text: never rewritten.
+_MEDIA_KEYS = frozenset({"type", "input_audio", "audio_url", "image_url", "video_url"})
 
 
-def sanitize_context(text: str) -> str:
-    """Remove ChatML control tokens and the `<asr_text>` tag from user-supplied context.
+def remove_control_tokens(text: str) -> str:
+    """Remove ChatML control tokens and the `<asr_text>` tag; leave everything else as it is.
 
-    Repeated until nothing changes, so that `<|im<|x|>_end|>` cannot reassemble a token.
+    vLLM tokenizes the rendered prompt with special tokens recognised, so `<|im_end|>` in a
+    client's text would end its turn and let it write the prompt's structure. Repeated until
+    nothing changes, so that `<|im<|x|>_end|>` cannot reassemble a token.
     """
     previous = None
     while previous != text:
         previous = text
         text = _CONTROL_TOKEN.sub("", text).replace(ASR_TEXT_TAG, "")
-    return text.strip()
+    return text
+
+
+def sanitize_context(text: str) -> str:
+    """User-supplied context (`prompt`) without control tokens or surrounding whitespace."""
+    return remove_control_tokens(text).strip()
+
+
+def sanitize_messages(messages: list[Any], continuing: bool) -> None:
+    """Remove control tokens from the text of chat messages, in place, whatever the role.
+
+    One exception: when the client continues the final message (`continue_final_message`)
+    and it is an assistant turn starting with `language French<asr_text>`, that prefix stays:
+    it is how clients force the language. Media parts are left alone.
+    """
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        prefill = continuing and index == len(messages) - 1 and message.get("role") == "assistant"
+        for key, value in message.items():
+            if key == "content" and isinstance(value, list):
+                message[key] = [
+                    _sanitize_part(part, prefill and i == 0) for i, part in enumerate(value)
+                ]
+            elif key != "role" and isinstance(value, str):
+                message[key] = _sanitize_text(value, prefill and key == "content")
+
+
+def _sanitize_part(part: Any, prefill: bool) -> Any:
+    if isinstance(part, str):
+        return _sanitize_text(part, prefill)
+    if isinstance(part, dict):
+        for key, value in part.items():
+            if key not in _MEDIA_KEYS and isinstance(value, str):
+                part[key] = _sanitize_text(value, prefill)
+    return part
+
+
+def _sanitize_text(text: str, prefill: bool) -> str:
+    forced = _PREFILL.match(text) if prefill else None
+    if forced is None:
+        return remove_control_tokens(text)
+    return forced.group() + remove_control_tokens(text[forced.end() :])
 
 
 def language_prefix(language: Language) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .audio import Audio
-from .cleaning import NO_SPEECH, LogprobFilter, StreamCleaner
+from .cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
 from .errors import APIError, unavailable
 from .segmentation import Span
 from .transcribe import Options, joiner, plan, request_body
@@ -147,7 +147,7 @@ class TranscriptStream:
             queue.put_nowait(await _relay(events, queue))
 
 
-async def _relay(events: AsyncIterator[dict[str, Any]], queue: asyncio.Queue[_Item]) -> _Item:
+async def _relay(events: AsyncIterable[dict[str, Any]], queue: asyncio.Queue[_Item]) -> _Item:
     """Put a piece's clean deltas into `queue`; return its last item (end or error)."""
     cleaner = StreamCleaner()
     kept = LogprobFilter()
@@ -171,7 +171,8 @@ async def _relay(events: AsyncIterator[dict[str, Any]], queue: asyncio.Queue[_It
                 logprobs += kept.finish()
             if text or logprobs:
                 language = cleaner.language if cleaner.language != NO_SPEECH else None
-                queue.put_nowait(_Item(text=text, logprobs=logprobs, language=language))
+                entries = [transcription_logprob(entry) for entry in logprobs]
+                queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
     if not finished:
         return _Item(error=unavailable("The speech backend ended the stream before the end."))
     return _Item(end=True, usage=usage)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from . import prompt, segmentation
 from .audio import RATE, Audio
-from .cleaning import NO_SPEECH, LogprobFilter, clean
+from .cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
 from .errors import APIError
 from .languages import Language
 from .segmentation import Span
@@ -140,7 +140,7 @@ async def _transcribe_span(
         text=cleaned.text,
         tokens=[int(token) for token in choice.get("token_ids") or []],
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
-        logprobs=kept.feed(entries) + kept.finish(),
+        logprobs=[transcription_logprob(e) for e in kept.feed(entries) + kept.finish()],
     )
     language = cleaned.language if cleaned.language != NO_SPEECH else None
     return _Piece(

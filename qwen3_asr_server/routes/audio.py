@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
-from .. import audio, formats, forms, limits
+from .. import access_log, audio, formats, forms, limits
 from ..auth import require_api_key
 from ..errors import invalid
 from ..state import AppState, State
@@ -47,6 +48,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
             decoded = await asyncio.to_thread(
                 audio.decode, options.upload.file, settings.max_audio_seconds
             )
+    request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
     work = Options(
         language=options.language,
         context=options.prompt,
@@ -59,13 +61,19 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     if options.stream:
         stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
         await stream.start()
+        events = _counted(state, stream, decoded.duration)
+        if settings.log_transcripts:
+            events = access_log.logged_transcript(events, request.state.request_id)
         return StreamingResponse(
-            _counted(state, stream, decoded.duration),
+            events,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
+            background=BackgroundTask(stream.close),  # also when the stream never started
         )
     transcript = await transcribe(state.upstream, decoded, work, request.state.request_id)
     _count(state, transcript.duration, transcript.prompt_tokens, transcript.completion_tokens)
+    if settings.log_transcripts:
+        access_log.log_transcript(request.state.request_id, transcript.text)
     note = None
     if translation:
         spoken = f" ({transcript.language})" if transcript.language else ""

@@ -265,3 +265,23 @@ async def test_backend_api_key_is_sent_to_a_protected_backend() -> None:
             assert result.text == "Hello world."
     finally:
         server.stop()
+
+
+async def test_chat_logprobs_match_the_cleaned_text(harness: Harness) -> None:
+    completion = await harness.sdk.chat.completions.create(
+        model=MODEL, messages=_audio_messages(), logprobs=True
+    )
+    choice = completion.choices[0]
+    assert choice.logprobs is not None
+    tokens = [entry.token for entry in choice.logprobs.content or []]
+    assert "".join(tokens) == choice.message.content == "Hello world."
+    stream = await harness.sdk.chat.completions.create(
+        model=MODEL, messages=_audio_messages(), logprobs=True, stream=True
+    )
+    streamed = [
+        entry.token
+        async for chunk in stream
+        for choice in chunk.choices
+        for entry in (choice.logprobs.content or [] if choice.logprobs else [])
+    ]
+    assert "".join(streamed) == "Hello world."

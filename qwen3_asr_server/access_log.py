@@ -1,0 +1,79 @@
+"""One access-log line per request, and transcripts in the log only when asked for.
+
+The line names the route template (never the raw path, which may hold ids), so it stays
+greppable and bounded; the request id ties it to the `x-request-id` the client got and to
+the upstream request. Audio and transcript text are never logged by default: they are the
+users' data. `--log-transcripts` lets an operator who wants them have them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .metrics import call_observed
+
+logger = logging.getLogger("qwen3_asr_server.access")
+transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
+
+AUDIO_SECONDS = "audio_seconds"  # key a route sets on request.state: decoded audio length
+_DONE = "transcript.text.done"
+
+
+class AccessLogMiddleware:
+    """ASGI middleware: `request_id method path status duration_ms [audio_s]` at INFO.
+
+    It must sit inside the request-id middleware (which puts the id on the scope's state)
+    and outside the error guard (so an unexpected error is logged as the 500 it becomes).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await call_observed(
+            self.app,
+            scope,
+            receive,
+            send,
+            lambda status, seconds: _log(scope, status, seconds),
+        )
+
+
+def _log(scope: Scope, status: int, seconds: float) -> None:
+    state = scope.get("state") or {}
+    path = getattr(scope.get("route"), "path", "unmatched")
+    line = "request_id=%s method=%s path=%s status=%d duration_ms=%.1f"
+    args: list[object] = [state.get("request_id", "-"), scope["method"], path, status]
+    args.append(seconds * 1000)
+    audio = state.get(AUDIO_SECONDS)
+    if isinstance(audio, int | float):
+        line += " audio_s=%.2f"
+        args.append(audio)
+    logger.info(line, *args)
+
+
+def log_transcript(request_id: str, text: str) -> None:
+    """Only called with `--log-transcripts`: the text, quoted, so that it stays on one line."""
+    transcript_logger.info(
+        "request_id=%s transcript=%s", request_id, json.dumps(text, ensure_ascii=False)
+    )
+
+
+async def logged_transcript(events: AsyncIterator[str], request_id: str) -> AsyncIterator[str]:
+    """Relay a stream of transcript events, logging the text of its done event."""
+    async for event in events:
+        if _DONE in event:
+            try:
+                done = json.loads(event.removeprefix("data:"))
+            except ValueError:
+                done = None
+            if isinstance(done, dict) and done.get("type") == _DONE:
+                log_transcript(request_id, str(done.get("text", "")))
+        yield event
