@@ -24,6 +24,15 @@ logger = logging.getLogger(__name__)
 
 RATE = 16000
 OPENAI_FORMATS = "flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, opus, wav, webm"
+# Sample rates outside these bounds come from broken or hostile headers, and resampling them is
+# what costs: a "1 Hz" WAV or a "100 MHz" one each made FFmpeg's resampler take about 1 GB.
+# Real audio is 2 kHz (a few old codecs) up to DSD512's 2.8224 MHz once decoded.
+MIN_RATE = 1000
+MAX_RATE = 3_072_000
+# The upload is the only thing read: demuxers that open other resources (an HLS playlist's
+# segments, a concat script's files next to the server, the UDP ports an SDP description names,
+# where FFmpeg would wait for packets forever) may open no protocol at all.
+_OPEN_OPTIONS = {"protocol_whitelist": ""}
 
 
 @dataclass(frozen=True)
@@ -77,35 +86,49 @@ def decode(file: BinaryIO, max_seconds: float) -> Audio:
 
     Stops as soon as the audio runs past `max_seconds`, so a long file costs no more than the
     limit. A stream that breaks after some audio decoded keeps that audio (a recorder that was
-    cut off mid-write), with a warning in the log.
+    cut off mid-write), with a warning in the log. A stream whose rate, layout or sample format
+    changes on the way (MP3s joined end to end) is decoded whole.
     """
     try:
-        container = av.open(file, mode="r", metadata_errors="ignore")
+        container = av.open(file, mode="r", metadata_errors="ignore", options=_OPEN_OPTIONS)
     except (av.FFmpegError, ValueError) as exc:
         raise _undecodable(_reason(exc)) from exc
     with container:
         stream = next(iter(container.streams.audio), None)
         if stream is None:
             raise _undecodable("it holds no audio stream")
+        declared = _declared_rate(stream)
+        if declared and not MIN_RATE <= declared <= MAX_RATE:
+            raise _undecodable(_implausible(declared))
         if container.duration is not None and container.duration / av.time_base > max_seconds + 1:
             raise _too_long(max_seconds)
-        resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
         limit = int(max_seconds * RATE)
-        chunks: list[npt.NDArray[np.int16]] = []
-        total = 0
+        pcm = bytearray()  # grows in place: no second copy of hours of samples at the end
+        total = 0  # samples in `pcm`
+        resampler: av.AudioResampler | None = None
+        source: tuple[str, str, int] | None = None  # what `resampler` was set up for
         try:
             for frame in container.decode(stream):
-                for out in resampler.resample(frame):
-                    chunks.append(_mono_s16(out))
-                    total += out.samples
-                if total > limit:
+                rate = frame.sample_rate
+                if not MIN_RATE <= rate <= MAX_RATE:
+                    raise ValueError(_implausible(rate))
+                # Checked before resampling: one long frame at a low rate is hours of output.
+                if total + frame.samples * RATE // rate > limit + RATE:
                     raise _too_long(max_seconds)
-            chunks.extend(_mono_s16(out) for out in resampler.resample(None))
+                shape = (frame.format.name, frame.layout.name, rate)
+                if resampler is None or shape != source:
+                    if resampler is not None:
+                        total += _append(pcm, resampler.resample(None))
+                    resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+                    source = shape
+                total += _append(pcm, resampler.resample(frame))
+            if resampler is not None:
+                total += _append(pcm, resampler.resample(None))
         except (av.FFmpegError, ValueError) as exc:
-            if not chunks:
+            if not total:
                 raise _undecodable(_reason(exc)) from exc
             logger.warning("Audio stream broke after %d samples; keeping those: %s", total, exc)
-    samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
+    samples = np.frombuffer(pcm, dtype=np.int16)
     if len(samples) > limit:
         raise _too_long(max_seconds)
     if len(samples) == 0:
@@ -113,8 +136,23 @@ def decode(file: BinaryIO, max_seconds: float) -> Audio:
     return Audio(samples)
 
 
-def _mono_s16(frame: av.AudioFrame) -> npt.NDArray[np.int16]:
-    return np.asarray(frame.to_ndarray(), dtype=np.int16).reshape(-1)
+def _append(pcm: bytearray, frames: list[av.AudioFrame]) -> int:
+    """Add resampled (s16 mono) frames to `pcm`; return how many samples that was."""
+    count = 0
+    for frame in frames:
+        pcm += np.asarray(frame.to_ndarray(), dtype=np.int16).tobytes()
+        count += frame.samples
+    return count
+
+
+def _declared_rate(stream: av.AudioStream) -> int:
+    """The stream's rate as its header says; 0 when unknown (or FFmpeg has no decoder for it)."""
+    context = stream.codec_context
+    return context.sample_rate if context is not None else 0
+
+
+def _implausible(rate: int) -> str:
+    return f"its sample rate of {rate} Hz is not one audio is made at"
 
 
 def _reason(exc: Exception) -> str:

@@ -40,6 +40,16 @@ def _text(form: FormData, name: str) -> str | None:
     return value.strip() or None
 
 
+def _texts(form: FormData, name: str, param: str) -> list[str]:
+    """Every value of a repeated field (`include[]`), stripped as single fields are."""
+    values = []
+    for value in form.getlist(name):
+        if not isinstance(value, str):
+            raise invalid(f"'{name}' must be a text field, not a file.", param)
+        values.append(value.strip())
+    return values
+
+
 def _upload(form: FormData) -> UploadFile:
     value = form.get("file")
     if value is None:
@@ -97,7 +107,7 @@ def _stream(form: FormData, response_format: str, *, translation: bool) -> bool:
 
 
 def _logprobs(form: FormData, response_format: str) -> bool:
-    values = form.getlist("include[]")
+    values = _texts(form, "include[]", "include")
     for value in values:
         if value != "logprobs":
             raise invalid(f"Invalid 'include[]' value {value!r}: use logprobs.", "include")
@@ -111,7 +121,7 @@ def _logprobs(form: FormData, response_format: str) -> bool:
 
 
 def _check_granularities(form: FormData) -> None:
-    for value in form.getlist("timestamp_granularities[]"):
+    for value in _texts(form, "timestamp_granularities[]", "timestamp_granularities"):
         if value not in GRANULARITIES:
             raise invalid(
                 f"Invalid timestamp granularity {value!r}: use word or segment.",
