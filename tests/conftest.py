@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -74,6 +75,18 @@ async def start_harness(
         finally:
             await harness.http.aclose()
             await harness.sdk.close()
+
+
+@contextlib.asynccontextmanager
+async def app_before(standin: StandIn, **settings: Any) -> AsyncIterator[Harness]:
+    """The app, with these settings, in front of `standin` served on a loopback port."""
+    server = ThreadedServer(standin.app).start()
+    harnesses = start_harness(Settings(model=MODEL, backend_url=server.url, **settings), standin)
+    try:
+        yield await anext(harnesses)
+    finally:
+        await harnesses.aclose()
+        server.stop()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ which audio reached the model, and timestamps can be checked against it.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import AsyncIterator
 
@@ -16,7 +15,7 @@ import pytest
 
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.subtitles import timestamp
-from tests.conftest import MODEL, Harness, start_harness
+from tests.conftest import MODEL, Harness, app_before, start_harness
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import CONTAINERS, encode, speech_like
 from tests.fixtures.servers import ThreadedServer
@@ -41,19 +40,6 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
         async for h in start_harness(Settings(model=MODEL, backend_url=server.url), fake):
             yield h
     finally:
-        server.stop()
-
-
-@contextlib.asynccontextmanager
-async def _limited(standin: StandIn, **settings: float) -> AsyncIterator[Harness]:
-    """The app with other limits, in front of `standin`."""
-    server = ThreadedServer(standin.app).start()
-    config = Settings(model=MODEL, backend_url=server.url, **settings)  # type: ignore[arg-type]
-    harnesses = start_harness(config, standin)
-    try:
-        yield await anext(harnesses)
-    finally:
-        await harnesses.aclose()
         server.stop()
 
 
@@ -233,7 +219,7 @@ async def test_undecodable_audio_is_a_400_and_the_server_keeps_serving(
 
 
 async def test_audio_over_the_length_limit_is_a_400() -> None:
-    async with _limited(StandIn(MODEL), max_audio_seconds=5) as h:
+    async with app_before(StandIn(MODEL), max_audio_seconds=5) as h:
         for name, data in [
             ("long.wav", wav(8)),
             ("long.webm", encode(np.tile(GREETING, (3, 1)), 44100, "webm")),  # no duration header
@@ -249,7 +235,7 @@ async def test_audio_over_the_length_limit_is_a_400() -> None:
 
 
 async def test_upload_over_the_size_limit_is_a_413() -> None:
-    async with _limited(StandIn(MODEL), max_upload_mb=1) as h:
+    async with app_before(StandIn(MODEL), max_upload_mb=1) as h:
         big = wav(40)  # 1.28 MB: over the file limit, inside the body allowance
         with pytest.raises(openai.APIStatusError) as caught:
             await h.sdk.audio.transcriptions.create(model=MODEL, file=("big.wav", big))
@@ -279,7 +265,7 @@ def _two_hours_of_mp3() -> tuple[bytes, float]:
 async def test_a_two_hour_meeting_comes_back_whole() -> None:
     data, seconds = _two_hours_of_mp3()
     assert len(data) < 25 << 20
-    async with _limited(StandIn(MODEL, describe=True)) as h:
+    async with app_before(StandIn(MODEL, describe=True)) as h:
         result = await h.sdk.audio.transcriptions.create(
             model="whisper-1", file=("meeting.mp3", data), response_format="verbose_json"
         )

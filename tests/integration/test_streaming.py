@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -16,7 +14,7 @@ import pytest
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
-from tests.conftest import MODEL, Harness, start_harness
+from tests.conftest import MODEL, Harness, app_before
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode, speech_like
 from tests.fixtures.servers import ThreadedServer
@@ -26,17 +24,6 @@ CLIP = wav(3.0)
 # 70 s of phrases and pauses: several pieces, streamed concurrently
 PHRASES = (9.0, 12.0, 7.0, 14.0, 10.0, 11.0)
 LONG = encode(speech_like([p for s in PHRASES for p in ((s, True), (1.0, False))]), 16000, "mp3")
-
-
-@contextlib.asynccontextmanager
-async def _app(standin: StandIn) -> AsyncIterator[Harness]:
-    server = ThreadedServer(standin.app).start()
-    harnesses = start_harness(Settings(model=MODEL, backend_url=server.url), standin)
-    try:
-        yield await anext(harnesses)
-    finally:
-        await harnesses.aclose()
-        server.stop()
 
 
 async def _events(harness: Harness, **form: str) -> list[dict[str, Any]]:
@@ -71,7 +58,7 @@ async def test_the_sdk_iterates_typed_deltas_and_one_done(harness: Harness) -> N
 
 @pytest.mark.parametrize("style", ["modern", "legacy"])
 async def test_no_prefix_reaches_a_delta_however_it_is_split(style: str) -> None:
-    async with _app(StandIn(MODEL, style, by_character=True)) as harness:
+    async with app_before(StandIn(MODEL, style, by_character=True)) as harness:
         events = await _events(harness)
         deltas = [event["delta"] for event in events[:-1]]
         assert "".join(deltas) == events[-1]["text"] == "Hello world."
@@ -93,7 +80,7 @@ async def test_silence_streams_only_an_empty_done(harness: Harness) -> None:
 
 
 async def test_long_audio_streams_piece_by_piece_in_order() -> None:
-    async with _app(StandIn(MODEL, delay=0.1, describe=True, piece_delay=0.01)) as harness:
+    async with app_before(StandIn(MODEL, delay=0.1, describe=True, piece_delay=0.01)) as harness:
         verbose = await harness.sdk.audio.transcriptions.create(
             model=MODEL, file=("long.mp3", LONG), response_format="verbose_json"
         )
@@ -107,7 +94,7 @@ async def test_long_audio_streams_piece_by_piece_in_order() -> None:
 
 async def test_a_backend_dying_mid_stream_ends_it_with_an_error_event() -> None:
     # it dies after "language", " English", "<asr_text>", "Hello"
-    async with _app(StandIn(MODEL, fail_after=4)) as harness:
+    async with app_before(StandIn(MODEL, fail_after=4)) as harness:
         events = await _events(harness)
         assert events[0] == {"type": "transcript.text.delta", "delta": "Hello"}
         assert events[-1]["error"]["type"] == "server_error"
@@ -121,7 +108,7 @@ async def test_a_backend_dying_mid_stream_ends_it_with_an_error_event() -> None:
 
 
 async def test_a_backend_dying_before_any_text_is_an_http_error() -> None:
-    async with _app(StandIn(MODEL, fail_after=2)) as harness:
+    async with app_before(StandIn(MODEL, fail_after=2)) as harness:
         response = await harness.http.post(
             "/v1/audio/transcriptions", files={"file": ("a.wav", CLIP)}, data={"stream": "true"}
         )
@@ -196,7 +183,7 @@ async def test_a_ten_minute_file_streams_whole_and_in_order() -> None:
     minute = encode(
         speech_like([p for s in PHRASES[:5] for p in ((s, True), (1.0, False))]), 16000, "mpeg"
     )
-    async with _app(StandIn(MODEL, describe=True)) as harness:
+    async with app_before(StandIn(MODEL, describe=True)) as harness:
         stream = await harness.sdk.audio.transcriptions.create(
             model=MODEL, file=("ten-minutes.mp3", minute * 10), stream=True
         )
