@@ -34,6 +34,8 @@ router = APIRouter(dependencies=[Depends(require_api_key)])
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 URL_KINDS = ("audio_url", "image_url", "video_url")  # media parts vLLM fetches from a URL
 REMOTE_SCHEMES = frozenset({"http", "https"})
+# vLLM extensions that change how the prompt is rendered
+TEMPLATE_FIELDS = ("chat_template", "chat_template_kwargs")
 
 
 @router.post("/v1/chat/completions")
@@ -46,6 +48,14 @@ async def chat_completions(request: Request, state: State) -> Response:
         raise invalid("The request body must be a JSON object.", None)
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         raise invalid("'messages' must be a non-empty array.", "messages")
+    for field in TEMPLATE_FIELDS:
+        if body.get(field) is not None:
+            raise invalid(
+                f"'{field}' is not accepted: the server renders Qwen3-ASR's own prompt, and a "
+                "template from the request would bypass its control-token cleaning.",
+                field,
+                code="unsupported_parameter",
+            )
     check_messages(body["messages"], state.settings.allow_remote_audio_urls)
     sanitize_messages(body["messages"], continuing=bool(body.get("continue_final_message")))
     model = body.get("model")
