@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -20,7 +19,6 @@ logger = logging.getLogger("qwen3_asr_server.access")
 transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 
 AUDIO_SECONDS = "audio_seconds"  # key a route sets on request.state: decoded audio length
-_DONE = "transcript.text.done"
 
 
 class AccessLogMiddleware:
@@ -64,16 +62,3 @@ def log_transcript(request_id: str, text: str) -> None:
     transcript_logger.info(
         "request_id=%s transcript=%s", request_id, json.dumps(text, ensure_ascii=False)
     )
-
-
-async def logged_transcript(events: AsyncIterator[str], request_id: str) -> AsyncIterator[str]:
-    """Relay a stream of transcript events, logging the text of its done event."""
-    async for event in events:
-        if _DONE in event:
-            try:
-                done = json.loads(event.removeprefix("data:"))
-            except ValueError:
-                done = None
-            if isinstance(done, dict) and done.get("type") == _DONE:
-                log_transcript(request_id, str(done.get("text", "")))
-        yield event

@@ -59,6 +59,7 @@ class TranscriptStream:
         self.first: _Item | None = None
         self.prompt_tokens = 0  # totals, known once the events are through
         self.completion_tokens = 0
+        self.text: str | None = None  # the done event's text, once it was sent
 
     async def start(self) -> None:
         slots = asyncio.Semaphore(self.options.concurrency)
@@ -118,6 +119,7 @@ class TranscriptStream:
             if self.options.logprobs:
                 done["logprobs"] = logprobs
             yield sse(done)
+            self.text = done["text"]
         finally:
             await self.close()
 

@@ -61,11 +61,8 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     if options.stream:
         stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
         await stream.start()
-        events = _counted(state, stream, decoded.duration)
-        if settings.log_transcripts:
-            events = access_log.logged_transcript(events, request.state.request_id)
         return StreamingResponse(
-            events,
+            _counted(state, stream, decoded.duration, request.state.request_id),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(stream.close),  # also when the stream never started
@@ -88,10 +85,14 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     )
 
 
-async def _counted(state: AppState, stream: TranscriptStream, seconds: float) -> AsyncIterator[str]:
+async def _counted(
+    state: AppState, stream: TranscriptStream, seconds: float, request_id: str
+) -> AsyncIterator[str]:
     async for event in stream.events():
         yield event
     _count(state, seconds, stream.prompt_tokens, stream.completion_tokens)
+    if state.settings.log_transcripts and stream.text is not None:
+        access_log.log_transcript(request_id, stream.text)
 
 
 def _count(state: AppState, seconds: float, prompt_tokens: int, completion_tokens: int) -> None:

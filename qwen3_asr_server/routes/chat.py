@@ -12,7 +12,6 @@ known, and text cannot carry control tokens (see `prompt.sanitize_messages`).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
@@ -27,6 +26,7 @@ from ..cleaning import LogprobFilter, StreamCleaner, clean
 from ..errors import APIError, invalid
 from ..prompt import sanitize_messages
 from ..state import State
+from ..streaming import sse
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
@@ -149,7 +149,7 @@ async def _cleaned_stream(events: AsyncIterable[dict[str, Any]], served: str) ->
     filters: defaultdict[int, LogprobFilter] = defaultdict(LogprobFilter)
     async for event in events:
         if "error" in event:
-            yield _sse(event)
+            yield sse(event)
             return
         for choice in event.get("choices") or []:
             cleaner = cleaners[choice.get("index", 0)]
@@ -164,7 +164,7 @@ async def _cleaned_stream(events: AsyncIterable[dict[str, Any]], served: str) ->
             final = choice.get("finish_reason") is not None
             _keep_text_logprobs(choice, filters[choice.get("index", 0)], final=final)
         event["model"] = served
-        yield _sse(event)
+        yield sse(event)
     yield "data: [DONE]\n\n"
 
 
@@ -173,7 +173,3 @@ def _keep_text_logprobs(choice: dict[str, Any], kept: LogprobFilter, *, final: b
     logprobs = choice.get("logprobs")
     if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
         logprobs["content"] = kept.feed(logprobs["content"]) + (kept.finish() if final else [])
-
-
-def _sse(event: dict[str, Any]) -> str:
-    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
