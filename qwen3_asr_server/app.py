@@ -16,6 +16,7 @@ from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models
 from .settings import Settings
+from .shutdown import Drain, DrainMiddleware
 from .state import AppState
 from .supervisor import Supervisor
 from .upstream import Upstream
@@ -43,6 +44,7 @@ def create_app(
         supervisor=supervisor,
         upstream=upstream,
         upload_limit=int(settings.max_upload_mb * MIB),
+        drain=Drain(upstream, settings.shutdown_timeout),
     )
 
     @asynccontextmanager
@@ -63,6 +65,7 @@ def create_app(
     # access log sees the id and the final status (an unexpected error's 500 included).
     json_limit = int(settings.max_json_mb * MIB)
     app.add_middleware(BodyLimit, caps=body_caps(state.upload_limit, json_limit))
+    app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(errors.ErrorGuard)
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)

@@ -15,11 +15,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
+CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 
 
@@ -145,6 +147,14 @@ class ErrorGuard:
 
         try:
             await self.app(scope, receive, send_tracking)
+        except ClientDisconnect:
+            # Gone while sending its request (or cut off by the read timeout): nobody is left
+            # to answer. Nginx's 499 says so in the access log and the metrics.
+            logger.info("Client left during its request to %s", scope["path"])
+            if not started:
+                await response(APIError(CLIENT_CLOSED, "Client closed the request."))(
+                    scope, receive, send
+                )
         except Exception:
             logger.exception("Unhandled error on %s %s", scope["method"], scope["path"])
             if started:

@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from collections.abc import Sequence
 
 import uvicorn
 
 from .app import create_app
+from .protocol import guarded_protocol
 from .settings import parse_args
+from .shutdown import ANSWER_GRACE, Drain
 
 logger = logging.getLogger("qwen3_asr_server")
+
+
+class Server(uvicorn.Server):
+    """uvicorn that drains the app (see `shutdown`) before its own shutdown begins."""
+
+    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+        super().__init__(config)
+        self.drain = drain
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await self.drain.run(forced=lambda: self.force_exit)
+        await super().shutdown(sockets)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,11 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         app,
         host=settings.host,
         port=settings.port,
+        http=guarded_protocol(settings.read_timeout),
         log_level=settings.log_level,
-        timeout_graceful_shutdown=settings.shutdown_timeout,
+        # Only what the drain did not cover: a request still being uploaded, an idle connection.
+        timeout_graceful_shutdown=ANSWER_GRACE,
         access_log=False,  # access_log.AccessLog writes one line per request, with its id
     )
-    server = uvicorn.Server(config)
+    server = Server(config, app.state.asr.drain)
     # Bind before the lifespan launches vLLM: a busy port should cost nothing but a message.
     try:
         sock = config.bind_socket()

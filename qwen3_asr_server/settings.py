@@ -85,8 +85,17 @@ class Settings(BaseSettings):
     request_timeout: float = Field(
         600.0, gt=0, description="Seconds one upstream request may take."
     )
+    read_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a client may take to send a request's head, and the longest pause "
+        "while it sends the body; then 408 and the connection closes.",
+    )
     shutdown_timeout: int = Field(
-        30, ge=0, description="Seconds in-flight requests get to finish on SIGTERM."
+        30,
+        ge=0,
+        description="Seconds accepted requests get to finish on SIGTERM; those still "
+        "running then get 503.",
     )
     max_upload_mb: float = Field(
         25.0, gt=0, description="Largest audio upload in MB (MiB), as OpenAI's 25 MB; over it: 413."

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .catalog import Catalog
     from .metrics import Metrics
     from .settings import Settings
+    from .shutdown import Drain
     from .supervisor import Supervisor
     from .upstream import Upstream
 
@@ -24,6 +25,7 @@ class AppState:
     supervisor: Supervisor
     upstream: Upstream
     upload_limit: int  # bytes
+    drain: Drain
     decoding: asyncio.Semaphore = field(init=False)  # uploads being decoded (CPU-bound)
 
     def __post_init__(self) -> None:

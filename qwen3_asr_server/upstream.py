@@ -56,6 +56,13 @@ class Upstream:
             headers=settings.backend_headers,
             timeout=httpx.Timeout(settings.request_timeout, connect=10.0),
         )
+        self.aborted = False
+
+    async def abort(self) -> None:
+        """End every request with the backend now, each as if the backend had gone (a 503),
+        and refuse the ones still to come: the server is going away."""
+        self.aborted = True
+        await self._client.aclose()
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -66,6 +73,8 @@ class Upstream:
         return self.supervisor.upstream_model
 
     def check_ready(self) -> None:
+        if self.aborted:
+            raise unavailable("The server is shutting down; retry shortly.")
         if not self.supervisor.ready:
             state = "still loading" if self.supervisor.status == "loading" else "restarting"
             raise unavailable(f"The speech model is {state}; retry shortly.")
@@ -75,6 +84,7 @@ class Upstream:
         self.check_ready()
         await self.admission.acquire()
         try:
+            self.check_ready()  # again: things may have changed while it waited in line
             response = await self._request(body, request_id, stream)
         except BaseException:
             self.admission.release()

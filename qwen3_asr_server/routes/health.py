@@ -15,13 +15,13 @@ router = APIRouter()
 async def health(state: State) -> Response:
     supervisor = state.supervisor
     body = {
-        "status": supervisor.status,
+        "status": "stopping" if state.drain.draining else supervisor.status,
         "model": state.catalog.served,
         "backend": supervisor.flavour,
         "device": supervisor.device,
         "restarts": supervisor.restarts,
     }
-    if supervisor.ready:
+    if supervisor.ready and not state.drain.draining:
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
