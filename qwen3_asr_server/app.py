@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from . import __version__, errors
 from .access_log import AccessLogMiddleware
 from .catalog import Catalog
+from .disconnect import CancelOnDisconnect
 from .limits import MIB, BodyLimit, body_caps
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
@@ -65,6 +66,7 @@ def create_app(
     # access log sees the id and the final status (an unexpected error's 500 included).
     json_limit = int(settings.max_json_mb * MIB)
     app.add_middleware(BodyLimit, caps=body_caps(state.upload_limit, json_limit))
+    app.add_middleware(CancelOnDisconnect)
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(errors.ErrorGuard)
     app.add_middleware(AccessLogMiddleware)

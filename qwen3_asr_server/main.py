@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import socket
 import sys
@@ -15,6 +16,7 @@ from .settings import parse_args
 from .shutdown import ANSWER_GRACE, Drain
 
 logger = logging.getLogger("qwen3_asr_server")
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from glibc's malloc.h
 
 
 class Server(uvicorn.Server):
@@ -27,6 +29,19 @@ class Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain.run(forced=lambda: self.force_exit)
         await super().shutdown(sockets)
+
+
+def _return_freed_memory() -> None:
+    """Make glibc give big freed buffers back to the OS.
+
+    A request holds its decoded audio (about 2 MB per minute) and request bodies of a few
+    MB. glibc raises its mmap threshold each time such a block is freed, after which they come
+    from the heap, and the heap kept a flood's peak as idle memory (500 MB after 32 uploads
+    of 25 MB). A fixed threshold keeps big blocks mapped and unmapped on free.
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # glibc only
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, 128 * 1024)  # glibc's default value, now fixed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         failure.append(message)
         server.should_exit = True
 
+    _return_freed_memory()
     app = create_app(settings, vllm_args, on_fatal=on_fatal)
     config = uvicorn.Config(
         app,

@@ -138,9 +138,11 @@ class TranscriptStream:
     async def _piece(
         self, span: Span, queue: asyncio.Queue[_Item], slots: asyncio.Semaphore
     ) -> None:
+        def body() -> dict[str, Any]:
+            built = request_body(self.upstream, self.audio, span, self.options)
+            return {**built, "stream_options": {"include_usage": True}}
+
         async with slots:
-            body = request_body(self.upstream, self.audio, span, self.options)
-            body["stream_options"] = {"include_usage": True}
             try:
                 events = await self.upstream.chat_stream(body, self.request_id)
             except APIError as exc:

@@ -9,6 +9,7 @@ window; the pieces are transcribed concurrently (vLLM batches them) and joined i
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
@@ -122,7 +123,9 @@ async def transcribe(
 async def _transcribe_span(
     upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
 ) -> _Piece:
-    answer = await upstream.chat(request_body(upstream, audio, span, options), request_id)
+    answer = await upstream.chat(
+        functools.partial(request_body, upstream, audio, span, options), request_id
+    )
     choice = _choice(answer)
     cleaned = clean(_content(choice))
     entries = (choice.get("logprobs") or {}).get("content") or []

@@ -19,6 +19,9 @@ from .settings import Settings
 from .supervisor import Supervisor
 
 CHAT_PATH = "/v1/chat/completions"
+# A request body, or what makes it once the request has its slot: a piece of audio waiting in
+# line is then held once (decoded), not also base64-encoded inside a JSON body.
+Body = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
 def upstream_error(status: int, payload: Any) -> APIError:
@@ -79,13 +82,16 @@ class Upstream:
             state = "still loading" if self.supervisor.status == "loading" else "restarting"
             raise unavailable(f"The speech model is {state}; retry shortly.")
 
-    async def _send(self, body: dict[str, Any], request_id: str, stream: bool) -> httpx.Response:
+    async def _send(self, body: Body, request_id: str, stream: bool) -> httpx.Response:
         """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
         self.check_ready()
         await self.admission.acquire()
         try:
             self.check_ready()  # again: things may have changed while it waited in line
-            response = await self._request(body, request_id, stream)
+            payload = body() if callable(body) else body
+            if stream:
+                payload = {**payload, "stream": True}
+            response = await self._request(payload, request_id, stream)
         except BaseException:
             self.admission.release()
             raise
@@ -117,7 +123,7 @@ class Upstream:
             raise upstream_error(response.status_code, payload)
         return response
 
-    async def chat(self, body: dict[str, Any], request_id: str) -> dict[str, Any]:
+    async def chat(self, body: Body, request_id: str) -> dict[str, Any]:
         """One non-streaming chat completion, as vLLM returns it."""
         response = await self._send(body, request_id, stream=False)
         try:
@@ -126,9 +132,9 @@ class Upstream:
             raise APIError(502, "The backend sent invalid JSON.", code="backend_error") from exc
         return data
 
-    async def chat_stream(self, body: dict[str, Any], request_id: str) -> EventStream:
+    async def chat_stream(self, body: Body, request_id: str) -> EventStream:
         """Open a streaming chat completion; errors before the first event raise here."""
-        response = await self._send({**body, "stream": True}, request_id, stream=True)
+        response = await self._send(body, request_id, stream=True)
         return EventStream(response, self.admission.release)
 
 
