@@ -155,6 +155,7 @@ class Comparison:
     added_p50_ms: float | None  # A p50 - B p50: what A adds over B
     throughput_ratio_b_over_a: float | None  # requests/s, concurrency levels only
     first_delta_ratio_b_over_a: float | None  # --stream
+    added_first_delta_ms: float | None  # --stream: A p50 - B p50 of the time to a first delta
 
 
 class Fatal(Exception):
@@ -482,8 +483,14 @@ def compare(files: list[FileResult], levels: list[LevelResult]) -> list[Comparis
         a_p50, b_p50 = a.latency.p50_ms, b.latency.p50_ms
         added = a_p50 - b_p50 if a_p50 is not None and b_p50 is not None else None
         first = ratio(b.first_delta.p50_ms, a.first_delta.p50_ms) if a.first_delta else None
+        added_first = None
+        if a.first_delta and b.first_delta and a.first_delta.p50_ms and b.first_delta.p50_ms:
+            added_first = a.first_delta.p50_ms - b.first_delta.p50_ms
+        b_over_a = ratio(b_p50, a_p50)
         out.append(
-            Comparison(name, a_p50, b_p50, ratio(b_p50, a_p50), added, ratio(b_rate, a_rate), first)
+            Comparison(
+                name, a_p50, b_p50, b_over_a, added, ratio(b_rate, a_rate), first, added_first
+            )
         )
     return out
 
@@ -552,12 +559,13 @@ def show_levels(results: list[LevelResult], targets: list[Target], opts: Options
 
 def show_compare(comparisons: list[Comparison], targets: list[Target], opts: Options) -> None:
     header = ["workload", "A p50 ms", "B p50 ms", "p50 B/A", "added ms (A-B)", "requests/s B/A"]
-    header += ["first delta B/A"] * opts.stream
+    header += ["first delta B/A", "first delta added ms"] * opts.stream
     rows = []
     for c in comparisons:
         row = [c.workload, fmt(c.a_p50_ms), fmt(c.b_p50_ms), fmt(c.p50_ratio_b_over_a, 3)]
         row += [fmt(c.added_p50_ms), fmt(c.throughput_ratio_b_over_a, 3)]
-        row += [fmt(c.first_delta_ratio_b_over_a, 3)] * opts.stream
+        if opts.stream:
+            row += [fmt(c.first_delta_ratio_b_over_a, 3), fmt(c.added_first_delta_ms)]
         rows.append(row)
     show(f"Comparison: A = {targets[0].url}, B = {targets[1].url}", header, rows)
 

@@ -150,6 +150,8 @@ def test_compare_runs_both_endpoints_and_reports_ratios(
     assert f"Comparison: A = {live_server.url}, B = {second_server.url}" in result.stdout
     for column in ("p50 B/A", "added ms (A-B)", "requests/s B/A", "first delta B/A"):
         assert column in result.stdout
+    for column in ("first delta added",):
+        assert column in result.stdout
     # the same workload on each side: 1 + 2 for latency, 2 + 4 for the sweep
     assert len(live_server.standin.requests) == len(second_server.standin.requests) == 9
     report = json.loads(out.read_text())
@@ -158,6 +160,11 @@ def test_compare_runs_both_endpoints_and_reports_ratios(
     assert [level["target"] for level in report["concurrency"]] == ["A", "B"]
     by_workload = {c["workload"]: c for c in report["compare"]}
     assert by_workload.keys() == {"synthetic-1s.wav", "concurrency 2"}
+    files = {(f["target"], f["file"]): f for f in report["files"]}
+    a_first = files["A", "synthetic-1s.wav"]["first_delta"]["p50_ms"]
+    b_first = files["B", "synthetic-1s.wav"]["first_delta"]["p50_ms"]
+    first_added = by_workload["synthetic-1s.wav"]["added_first_delta_ms"]
+    assert first_added == pytest.approx(a_first - b_first)
     for name, comparison in by_workload.items():
         assert comparison["p50_ratio_b_over_a"] == pytest.approx(
             comparison["b_p50_ms"] / comparison["a_p50_ms"]

