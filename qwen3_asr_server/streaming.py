@@ -9,10 +9,11 @@ piece N+1's deltas never reach the client before piece N's.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .audio import Audio
 from .cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
@@ -38,7 +39,7 @@ class _Item:
 
 
 def sse(event: dict[str, Any]) -> str:
-    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+    return f"data: {orjson.dumps(event).decode()}\n\n"
 
 
 class TranscriptStream:

@@ -7,11 +7,11 @@ It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are bu
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
+import orjson
 
 from .admission import DEFAULT_LIMIT, Admission
 from .errors import APIError, unavailable
@@ -54,10 +54,14 @@ class Upstream:
         self.admission = Admission(
             limit, settings.max_queue, settings.queue_timeout, supervisor.metrics
         )
+        # One kept-alive connection per admission slot: no request waits for a connection,
+        # and none is opened and closed again under load.
+        pool = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
         self._client = httpx.AsyncClient(
             base_url=supervisor.url,
-            headers=settings.backend_headers,
+            headers={**settings.backend_headers, "Content-Type": "application/json"},
             timeout=httpx.Timeout(settings.request_timeout, connect=10.0),
+            limits=pool,
         )
         self.aborted = False
 
@@ -101,7 +105,7 @@ class Upstream:
 
     async def _request(self, body: dict[str, Any], request_id: str, stream: bool) -> httpx.Response:
         request = self._client.build_request(
-            "POST", CHAT_PATH, json=body, headers={"X-Request-Id": request_id}
+            "POST", CHAT_PATH, content=orjson.dumps(body), headers={"X-Request-Id": request_id}
         )
         try:
             response = await self._client.send(request, stream=stream)
@@ -127,7 +131,7 @@ class Upstream:
         """One non-streaming chat completion, as vLLM returns it."""
         response = await self._send(body, request_id, stream=False)
         try:
-            data: dict[str, Any] = response.json()
+            data: dict[str, Any] = orjson.loads(response.content)
         except ValueError as exc:
             raise APIError(502, "The backend sent invalid JSON.", code="backend_error") from exc
         return data
@@ -170,7 +174,7 @@ class EventStream:
                 data = line[len("data:") :].strip()
                 if data == "[DONE]":
                     return
-                event = json.loads(data)
+                event = orjson.loads(data)
                 if isinstance(event, dict) and "error" in event:
                     status = event["error"].get("code") if isinstance(event["error"], dict) else 500
                     yield upstream_error(status if isinstance(status, int) else 500, event).body()

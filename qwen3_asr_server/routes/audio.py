@@ -18,6 +18,9 @@ from ..transcribe import Options, transcribe
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
+# A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of
+# it costs less than the hop to a decoding thread and back.
+INLINE_WAV_BYTES = 1 << 20
 TRANSLATION_NOTE = (
     "Qwen3-ASR does not translate: this is the transcript in the spoken language{language}."
 )
@@ -44,10 +47,14 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
         state.upstream.check_ready()  # no decoding for a backend that cannot answer
-        async with state.decoding:
-            decoded = await asyncio.to_thread(
-                audio.decode, options.upload.file, settings.max_audio_seconds
-            )
+        decoded = None
+        if options.upload.size <= INLINE_WAV_BYTES:
+            decoded = audio.plain_wav(options.upload.file, settings.max_audio_seconds)
+        if decoded is None:
+            async with state.decoding:
+                decoded = await asyncio.to_thread(
+                    audio.decode, options.upload.file, settings.max_audio_seconds
+                )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
     work = Options(
         language=options.language,
