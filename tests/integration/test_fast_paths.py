@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable
 from typing import Any
 
+import av
+import numpy as np
 import pytest
 
 from qwen3_asr_server import audio
@@ -79,3 +82,67 @@ async def test_connections_to_vllm_are_kept_alive_one_per_slot() -> None:
     assert standin.max_in_flight == slots
     assert len(standin.requests) == 2 * slots + 3
     assert len({request["connection"] for request in standin.requests}) == slots
+
+
+_AudioResampler = av.AudioResampler
+
+
+class _CountingResampler:
+    """av.AudioResampler, counting the calls that carry audio."""
+
+    calls = 0
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._resampler = _AudioResampler(**kwargs)
+
+    def resample(self, frame: av.AudioFrame | None) -> list[av.AudioFrame]:
+        _CountingResampler.calls += frame is not None
+        return self._resampler.resample(frame)
+
+
+async def test_compressed_audio_is_resampled_in_blocks_not_frame_by_frame(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audio.av, "AudioResampler", _CountingResampler)
+    monkeypatch.setattr(_CountingResampler, "calls", 0)
+    mp3 = encode(speech_like([(4.0, True), (1.0, False)] * 6), 16000, "mp3")  # 30 s
+    frames = sum(1 for _ in av.open(io.BytesIO(mp3)).decode(audio=0))
+    response = await harness.http.post("/v1/audio/transcriptions", files={"file": ("a", mp3)})
+    assert response.json()["usage"]["seconds"] == pytest.approx(30.0, abs=0.1)
+    assert frames > 800  # 576 samples each
+    assert 0 < _CountingResampler.calls <= 30 * 16000 // audio._Pcm.BLOCK + 1
+
+
+def _frame_by_frame(data: bytes) -> np.ndarray:
+    """The reference: every decoded frame through the resampler on its own, a new resampler
+    whenever the source's format, layout or rate changes."""
+    out: list[np.ndarray] = []
+    resampler, source = None, None
+    for frame in av.open(io.BytesIO(data)).decode(audio=0):
+        shape = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if shape != source:
+            if resampler is not None:
+                out += [f.to_ndarray()[0] for f in resampler.resample(None)]
+            resampler, source = av.AudioResampler(format="s16", layout="mono", rate=16000), shape
+        out += [f.to_ndarray()[0] for f in resampler.resample(frame)]
+    assert resampler is not None
+    out += [f.to_ndarray()[0] for f in resampler.resample(None)]
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        encode(speech_like([(3.0, True)], rate=48000, channels=2), 48000, "opus"),
+        encode(speech_like([(3.0, True)], rate=44100), 44100, "m4a"),
+        # MP3s joined end to end: the rate changes twice on the way
+        b"".join(
+            encode(speech_like([(1.5, True)], rate=rate), rate, "mpeg")
+            for rate in (44100, 16000, 44100)
+        ),
+    ],
+    ids=["opus-48k-stereo", "m4a-44k", "mp3-44k-16k-44k"],
+)
+def test_block_resampling_gives_the_samples_frame_by_frame_resampling_gives(data: bytes) -> None:
+    decoded = audio.decode(io.BytesIO(data), max_seconds=60).samples
+    np.testing.assert_array_equal(decoded, _frame_by_frame(data))
