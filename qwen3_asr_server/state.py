@@ -37,4 +37,10 @@ def get_state(request: Request) -> AppState:
     return state
 
 
-State = Annotated[AppState, Depends(get_state)]
+async def _state(request: Request) -> AppState:
+    """`get_state` as a dependency. Async because FastAPI runs a plain `def` dependency in a
+    worker thread: a thread hop on every request, for one attribute lookup."""
+    return get_state(request)
+
+
+State = Annotated[AppState, Depends(_state)]

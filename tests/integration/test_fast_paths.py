@@ -7,6 +7,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 import av
 import numpy as np
 import pytest
@@ -37,12 +38,13 @@ async def test_a_plain_16khz_mono_wav_is_neither_decoded_nor_sent_to_a_thread(
     stereo = encode(speech_like([(2.0, True)], rate=44100, channels=2), 44100, "wav")
     opened = _counting(monkeypatch, audio.av, "open")
     threads = _counting(monkeypatch, asyncio, "to_thread")
+    worker_threads = _counting(monkeypatch, anyio.to_thread, "run_sync")  # FastAPI's, Starlette's
     response = await harness.http.post(
         "/v1/audio/transcriptions", files={"file": ("clip.wav", wav(2.0))}
     )
     assert response.json()["text"] == "Hello world."
     assert response.json()["usage"]["seconds"] == 2.0
-    assert (opened, threads) == ([], [])
+    assert (opened, threads, worker_threads) == ([], [], [])
     # What is not plain 16 kHz mono 16-bit PCM still goes through PyAV, in a thread
     response = await harness.http.post("/v1/audio/transcriptions", files={"file": ("s", stereo)})
     assert response.json()["text"] == "Hello world."
