@@ -57,10 +57,11 @@ class TranscriptStream:
         self.spans = plan(audio, options)
         self.queues: list[asyncio.Queue[_Item]] = [asyncio.Queue() for _ in self.spans]
         self.tasks: list[asyncio.Task[None]] = []
+        self.closing = False
         self.first: _Item | None = None
         self.prompt_tokens = 0  # totals, known once the events are through
         self.completion_tokens = 0
-        self.text: str | None = None  # the done event's text, once it was sent
+        self.text: str | None = None  # the whole text, once it is through
 
     async def start(self) -> None:
         slots = asyncio.Semaphore(self.options.concurrency)
@@ -80,25 +81,27 @@ class TranscriptStream:
 
     async def close(self) -> None:
         """Stop every piece still streaming; their upstream requests are cancelled."""
-        for task in self.tasks:
-            task.cancel()
+        # Once: a second cancellation would interrupt httpx closing the upstream connection
+        if not self.closing:
+            self.closing = True
+            for task in self.tasks:
+                task.cancel()
         if self.tasks:
-            # not gather: a gather that is cancelled cancels its tasks again, and a second
-            # cancellation interrupts httpx closing the upstream connection
-            await asyncio.wait(self.tasks)
+            await asyncio.wait(self.tasks)  # not gather: a cancelled gather cancels them again
 
-    async def events(self) -> AsyncIterator[str]:
+    async def texts(self) -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+        """The clean text as it comes, with its tokens' logprobs, the pieces joined in order;
+        raises the APIError of a piece that failed. `text` and the token totals are set once
+        it is through; the pieces' streams are closed either way."""
         forced = self.options.language.name if self.options.language else None
         parts: list[str] = []
-        logprobs: list[dict[str, Any]] = []
         try:
             for index in range(len(self.queues)):
                 started = False
                 while True:
                     item = await self._next(index)
                     if item.error is not None:
-                        yield sse(item.error.body())
-                        return
+                        raise item.error
                     if item.end:
                         self.prompt_tokens += int(item.usage.get("prompt_tokens") or 0)
                         self.completion_tokens += int(item.usage.get("completion_tokens") or 0)
@@ -108,21 +111,33 @@ class TranscriptStream:
                         text = joiner(forced or item.language) + text
                     started = started or bool(text)
                     parts.append(text)
-                    logprobs += item.logprobs
-                    yield sse(self._delta(text, item.logprobs))
-            usage = {
-                "type": "tokens",
-                "input_tokens": self.prompt_tokens,
-                "output_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-            }
-            done: dict[str, Any] = {"type": DONE, "text": "".join(parts), "usage": usage}
-            if self.options.logprobs:
-                done["logprobs"] = logprobs
-            yield sse(done)
-            self.text = done["text"]
+                    yield text, item.logprobs
+            self.text = "".join(parts)
         finally:
             await self.close()
+
+    async def events(self) -> AsyncIterator[str]:
+        """OpenAI's server-sent events: the deltas, then done (or an error event)."""
+        logprobs: list[dict[str, Any]] = []
+        try:
+            async for text, entries in self.texts():
+                logprobs += entries
+                yield sse(self._delta(text, entries))
+        except APIError as exc:
+            yield sse(exc.body())
+            return
+        finally:
+            await self.close()  # `texts()` closes too, but only if it is iterated to its end
+        usage = {
+            "type": "tokens",
+            "input_tokens": self.prompt_tokens,
+            "output_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+        done: dict[str, Any] = {"type": DONE, "text": self.text, "usage": usage}
+        if self.options.logprobs:
+            done["logprobs"] = logprobs
+        yield sse(done)
 
     async def _next(self, index: int) -> _Item:
         if index == 0 and self.first is not None:
