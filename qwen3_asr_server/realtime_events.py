@@ -1,0 +1,227 @@
+"""Server events of the Realtime API's transcription protocol, as JSON-ready dicts. No I/O.
+
+Shapes follow the openai SDK's types (`openai.types.realtime`, and `openai.types.beta.realtime`
+for beta clients); every event gets a fresh `event_id`. Client events are parsed in
+`realtime_config`, whose public names are re-exported here so that a session needs one import.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .realtime_config import DEFAULT_SAMPLE_RATE as DEFAULT_SAMPLE_RATE
+from .realtime_config import LOGPROBS
+from .realtime_config import EventError as EventError
+from .realtime_config import ServerVad as ServerVad
+from .realtime_config import SessionConfig as SessionConfig
+from .realtime_config import apply_update as apply_update
+from .realtime_config import client_event_id as client_event_id
+from .realtime_config import parse_client_event as parse_client_event
+
+_ID_ALPHABET = string.ascii_letters + string.digits
+_SESSION_OBJECT = "realtime.transcription_session"
+
+Event = dict[str, Any]
+LogProbs = Sequence[Mapping[str, Any]]  # [{"token", "bytes", "logprob"}, ...]
+
+
+def new_id(prefix: str) -> str:
+    """An id shaped like OpenAI's (`event_C9G8mqI3IucaojlVKE8Cs`): prefix, `_`, 21 base62.
+
+    Prefixes in use: `event`, `item`, `sess`.
+    """
+    return prefix + "_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(21))
+
+
+def _event(type: str, **fields: Any) -> Event:
+    return {"type": type, "event_id": new_id("event"), **fields}
+
+
+def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
+    """The effective configuration as OpenAI echoes it: GA or beta shape, as the client speaks.
+
+    The beta shape has no sample rate: `pcm16` there means 24 kHz.
+    """
+    language = config.language.code if config.language else None
+    transcription = {"model": config.model, "language": language, "prompt": config.prompt}
+    vad = config.turn_detection
+    turn_detection = None
+    if vad is not None:
+        turn_detection = {
+            "type": "server_vad",
+            "threshold": vad.threshold,
+            "prefix_padding_ms": vad.prefix_padding_ms,
+            "silence_duration_ms": vad.silence_duration_ms,
+        }
+    include = [LOGPROBS] if config.logprobs else None
+    if config.beta:
+        return {
+            "id": session_id,
+            "object": _SESSION_OBJECT,
+            "input_audio_format": "pcm16",
+            "input_audio_transcription": transcription,
+            "turn_detection": turn_detection,
+            "input_audio_noise_reduction": None,
+            "include": include,
+        }
+    audio_input = {
+        "format": {"type": "audio/pcm", "rate": config.sample_rate},
+        "transcription": transcription,
+        "turn_detection": turn_detection,
+        "noise_reduction": None,
+    }
+    return {
+        "id": session_id,
+        "object": _SESSION_OBJECT,
+        "type": "transcription",
+        "audio": {"input": audio_input},
+        "include": include,
+    }
+
+
+def session_created(config: SessionConfig, session_id: str) -> Event:
+    """The first event on a connection (beta: `transcription_session.created`)."""
+    kind = "transcription_session.created" if config.beta else "session.created"
+    return _event(kind, session=session_object(config, session_id))
+
+
+def session_updated(config: SessionConfig, session_id: str) -> Event:
+    """The answer to an update: the whole effective configuration."""
+    kind = "transcription_session.updated" if config.beta else "session.updated"
+    return _event(kind, session=session_object(config, session_id))
+
+
+def speech_started(item_id: str, audio_start_ms: int) -> Event:
+    """VAD heard speech; `item_id` names the item its commit will create."""
+    return _event(
+        "input_audio_buffer.speech_started", audio_start_ms=audio_start_ms, item_id=item_id
+    )
+
+
+def speech_stopped(item_id: str, audio_end_ms: int) -> Event:
+    return _event("input_audio_buffer.speech_stopped", audio_end_ms=audio_end_ms, item_id=item_id)
+
+
+def buffer_committed(item_id: str, previous_item_id: str | None) -> Event:
+    return _event(
+        "input_audio_buffer.committed", item_id=item_id, previous_item_id=previous_item_id
+    )
+
+
+def buffer_cleared() -> Event:
+    return _event("input_audio_buffer.cleared")
+
+
+def user_item(item_id: str, transcript: str | None = None) -> dict[str, Any]:
+    """The user message holding committed audio; the audio itself is never echoed."""
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "status": "completed",
+        "role": "user",
+        "content": [{"type": "input_audio", "transcript": transcript}],
+    }
+
+
+def item_added(item_id: str, previous_item_id: str | None, transcript: str | None = None) -> Event:
+    kind = "conversation.item.added"
+    return _event(kind, previous_item_id=previous_item_id, item=user_item(item_id, transcript))
+
+
+def item_done(item_id: str, previous_item_id: str | None, transcript: str | None = None) -> Event:
+    kind = "conversation.item.done"
+    return _event(kind, previous_item_id=previous_item_id, item=user_item(item_id, transcript))
+
+
+def item_created(
+    item_id: str, previous_item_id: str | None, transcript: str | None = None
+) -> Event:
+    """Beta's single event for a new item (GA splits it into added and done)."""
+    kind = "conversation.item.created"
+    return _event(kind, previous_item_id=previous_item_id, item=user_item(item_id, transcript))
+
+
+def item_events(config: SessionConfig, item_id: str, previous_item_id: str | None) -> list[Event]:
+    """What follows `input_audio_buffer.committed`: the new item, announced in the client's
+    dialect. Its audio is final at commit, so GA's `done` comes at once; the transcript
+    follows in transcription events."""
+    if config.beta:
+        return [item_created(item_id, previous_item_id)]
+    return [item_added(item_id, previous_item_id), item_done(item_id, previous_item_id)]
+
+
+def transcription_delta(
+    item_id: str, delta: str, content_index: int = 0, logprobs: LogProbs | None = None
+) -> Event:
+    """A piece of the transcript; `logprobs` only when the session `include`s them."""
+    fields: dict[str, Any] = {"item_id": item_id, "content_index": content_index, "delta": delta}
+    if logprobs is not None:
+        fields["logprobs"] = list(logprobs)
+    return _event("conversation.item.input_audio_transcription.delta", **fields)
+
+
+def transcription_completed(
+    item_id: str,
+    transcript: str,
+    usage: Mapping[str, Any],
+    content_index: int = 0,
+    logprobs: LogProbs | None = None,
+) -> Event:
+    """The whole transcript of an item. `usage`: see `token_usage`."""
+    fields: dict[str, Any] = {
+        "item_id": item_id,
+        "content_index": content_index,
+        "transcript": transcript,
+        "usage": dict(usage),
+    }
+    if logprobs is not None:
+        fields["logprobs"] = list(logprobs)
+    return _event("conversation.item.input_audio_transcription.completed", **fields)
+
+
+def token_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """OpenAI's usage for gpt-4o-transcribe-style models, as the HTTP streaming route reports."""
+    return {
+        "type": "tokens",
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def transcription_failed(
+    item_id: str,
+    message: str,
+    code: str | None = None,
+    type: str = "server_error",
+    content_index: int = 0,
+) -> Event:
+    """An item's transcription failed (its own event, so the client knows which item)."""
+    error = {"type": type, "code": code, "message": message, "param": None}
+    return _event(
+        "conversation.item.input_audio_transcription.failed",
+        item_id=item_id,
+        content_index=content_index,
+        error=error,
+    )
+
+
+def error(
+    message: str,
+    code: str | None = None,
+    param: str | None = None,
+    type: str = "invalid_request_error",
+    client_event_id: str | None = None,
+) -> Event:
+    """An `error` event; `client_event_id` quotes the client event it is about."""
+    body = {"type": type, "code": code, "message": message, "param": param}
+    return _event("error", error={**body, "event_id": client_event_id})
+
+
+def event_error(exc: EventError, client_event_id: str | None = None) -> Event:
+    """The `error` event answering a refused client event."""
+    return error(exc.message, exc.code, exc.param, client_event_id=client_event_id)
