@@ -2,29 +2,34 @@
 """Transcribe one audio file with a running qwen3-asr-server and print the transcript.
 
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
-                          [--format json|text|srt|vtt|verbose_json] [--stream] [--translate]
-                          [--url http://localhost:8000] [--api-key KEY] [--model whisper-1]
-                          [--timeout 600]
+                          [--format json|text|srt|vtt|verbose_json] [--stream | --realtime]
+                          [--translate] [--url http://localhost:8000] [--api-key KEY]
+                          [--model whisper-1] [--timeout 600]
 
 examples:
   ./test-asr.py meeting.wav --language en
   ./test-asr.py lecture.mp3 --context "Hermes, oikos" --stream
   ./test-asr.py clip.m4a --format srt > clip.srt
+  ./test-asr.py call.wav --realtime
 
 --format json and text print the transcript, srt and vtt the subtitle file as the server
 sends it, verbose_json the whole answer (segments, timestamps) pretty-printed.
 --context primes the model with names and terms: the file goes to /v1/chat/completions as an
 input_audio part, the context as the system message, a --language as the assistant's pre-fill.
---stream prints the text as the model writes it. The API key comes from --api-key or the
-QWEN_API_KEY environment variable.
+--stream prints the text as the model writes it. --realtime plays the file to
+/v1/realtime?intent=transcription as a microphone would (24 kHz PCM, in real time) and prints
+each utterance's text as it comes, one line per utterance. The API key comes from --api-key or
+the QWEN_API_KEY environment variable.
 
 exit status: 0 the transcript was printed, 1 the request failed (one line on stderr says why),
-2 a usage error. Needs only httpx (pip install httpx).
+2 a usage error. Needs httpx (pip install httpx); --realtime also PyAV and websockets
+(pip install av websockets).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import os
@@ -74,6 +79,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--context", metavar="TERMS", help="names and terms to prime the model with")
     add("--format", choices=FORMATS, default="json", help="what to print (default: json)")
     add("--stream", action="store_true", help="print the text as the model writes it")
+    add("--realtime", action="store_true", help="stream the file live over the Realtime API")
     add("--translate", action="store_true", help="use /v1/audio/translations")
     add("--url", default="http://localhost:8000", help="the server (default: %(default)s)")
     add("--api-key", metavar="KEY", default=os.environ.get("QWEN_API_KEY"), help="or QWEN_API_KEY")
@@ -82,6 +88,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.translate and (args.language or args.stream or args.context is not None):
         parser.error("--translate cannot be combined with --language, --stream or --context")
+    if args.realtime and (args.stream or args.translate or args.format != "json"):
+        parser.error("--realtime prints plain text: drop --stream, --translate and --format")
     if (args.stream or args.context is not None) and args.format not in ("json", "text"):
         parser.error(f"--stream and --context print plain text: drop --format {args.format}")
     if args.language and language_name(args.language) is None:
@@ -206,6 +214,9 @@ def print_stream(deltas: Iterator[str]) -> None:
 
 
 def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
+    if args.realtime:
+        asyncio.run(realtime(args))
+        return
     if args.stream:
         print_stream(stream_deltas(http, args))
         return
@@ -214,6 +225,125 @@ def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
     check(response, bool(args.api_key))
     text = render(response, args)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+REALTIME_RATE = 24000  # what OpenAI's Realtime API takes
+CHUNK_SECONDS = 0.1  # one append per 100 ms, as a microphone buffer would
+TAIL_SECONDS = 1.5  # silence after the file, so the server's VAD ends the last utterance
+
+
+def pcm_chunks(path: str) -> Iterator[bytes]:
+    """The file as 24 kHz mono 16-bit PCM, CHUNK_SECONDS at a time, then TAIL_SECONDS of
+    silence."""
+    try:
+        import av
+    except ImportError:
+        raise Failure("--realtime needs PyAV to decode the file: pip install av") from None
+    size = int(REALTIME_RATE * CHUNK_SECONDS) * 2
+    pending = b""
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=REALTIME_RATE)
+    try:
+        with av.open(path) as container:
+            for frame in container.decode(audio=0):
+                for out in resampler.resample(frame):
+                    pending += bytes(out.planes[0])[: out.samples * 2]
+                while len(pending) >= size:
+                    yield pending[:size]
+                    pending = pending[size:]
+    except av.FFmpegError as exc:
+        raise Failure(f"cannot decode {path}: {exc}") from exc
+    for out in resampler.resample(None):
+        pending += bytes(out.planes[0])[: out.samples * 2]
+    yield pending + bytes(int(REALTIME_RATE * TAIL_SECONDS) * 2)
+
+
+def realtime_session(args: argparse.Namespace) -> dict[str, Any]:
+    transcription: dict[str, Any] = {"model": args.model}
+    if args.language:
+        transcription["language"] = args.language
+    if args.context is not None:
+        transcription["prompt"] = args.context
+    audio = {
+        "format": {"type": "audio/pcm", "rate": REALTIME_RATE},
+        "transcription": transcription,
+        "turn_detection": {"type": "server_vad"},
+    }
+    return {
+        "type": "session.update",
+        "session": {"type": "transcription", "audio": {"input": audio}},
+    }
+
+
+async def realtime(args: argparse.Namespace) -> None:
+    """Play the file to the Realtime API in real time; print each utterance as it comes."""
+    try:
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus, WebSocketException
+    except ImportError:
+        raise Failure("--realtime needs websockets: pip install websockets") from None
+    url = args.url.replace("http", "ws", 1) + "/v1/realtime?intent=transcription"
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    try:
+        async with connect(url, additional_headers=headers, open_timeout=10) as ws:
+            await ws.send(json.dumps(realtime_session(args)))
+            sender = asyncio.create_task(_play(ws, args.file))
+            try:
+                await _print_transcripts(ws, sender)
+            finally:
+                sender.cancel()
+    except InvalidStatus as exc:
+        body = bytes(exc.response.body or b"")  # websockets gives a bytearray
+        response = httpx.Response(exc.response.status_code, content=body)
+        raise Failure(explain(response, bool(args.api_key))) from exc
+    except (OSError, WebSocketException) as exc:
+        raise Failure(f"the Realtime session with {args.url} failed: {exc}") from exc
+
+
+async def _play(ws: Any, path: str) -> None:
+    start = asyncio.get_running_loop().time()
+    for index, chunk in enumerate(pcm_chunks(path)):
+        audio = base64.b64encode(chunk).decode()
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
+        wake = start + (index + 1) * CHUNK_SECONDS
+        await asyncio.sleep(max(0.0, wake - asyncio.get_running_loop().time()))
+    # An update that changes nothing: the server answers it after every event the audio caused
+    await ws.send(json.dumps({"type": "session.update", "session": {"type": "transcription"}}))
+
+
+async def _print_transcripts(ws: Any, sender: asyncio.Task[None]) -> None:
+    """Deltas as they come, a newline after each utterance; done once the server has seen the
+    whole file (its answer to `_play`'s closing update) and every utterance has its text."""
+    updates = 0  # the answer to the session's first update, then the one to the closing one
+    pending: set[str] = set()
+    while updates < 2 or pending:
+        if sender.done():
+            sender.result()  # the file could not be read: raise that
+            message = await ws.recv()
+        else:
+            receiving = asyncio.ensure_future(ws.recv())
+            await asyncio.wait({receiving, sender}, return_when=asyncio.FIRST_COMPLETED)
+            receiving.cancel()  # no-op if it is done; websockets' recv() loses nothing
+            try:
+                message = await receiving
+            except asyncio.CancelledError:
+                continue  # the sender is done: from now on, just receive
+        event = json.loads(message)
+        kind = event.get("type", "")
+        if kind == "session.updated":
+            updates += 1
+        elif kind == "input_audio_buffer.committed":
+            pending.add(event["item_id"])
+        elif kind.endswith("input_audio_transcription.delta"):
+            sys.stdout.write(event["delta"])
+            sys.stdout.flush()
+        elif kind.endswith("input_audio_transcription.completed"):
+            pending.discard(event["item_id"])
+            print()
+        elif kind.endswith("input_audio_transcription.failed"):
+            pending.discard(event["item_id"])
+            print(f"test-asr: an utterance failed: {event['error']['message']}", file=sys.stderr)
+        elif kind == "error":
+            raise Failure(str(event["error"]["message"]))
 
 
 def start_hint(url: str) -> str:

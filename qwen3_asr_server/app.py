@@ -15,7 +15,7 @@ from .disconnect import CancelOnDisconnect
 from .limits import MIB, BodyLimit, body_caps
 from .metrics import Metrics, MetricsMiddleware
 from .request_id import RequestIdMiddleware
-from .routes import audio, chat, health, models
+from .routes import audio, chat, health, models, realtime
 from .settings import Settings
 from .shutdown import Drain, DrainMiddleware
 from .state import AppState
@@ -60,7 +60,7 @@ def create_app(
     app = FastAPI(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
     app.state.asr = state
     errors.install(app)
-    for module in (audio, chat, models, health):
+    for module in (audio, chat, models, health, realtime):
         app.include_router(module.router)
     # Added last is outermost: metrics see every answer, each carries its request id; the
     # access log sees the id and the final status (an unexpected error's 500 included).

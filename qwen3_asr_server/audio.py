@@ -205,6 +205,29 @@ class _Pcm:
             self.data += memoryview(out.planes[0])[: out.samples * 2]  # s16 mono: 2 bytes each
 
 
+class Resampler:
+    """16-bit mono PCM arriving in chunks at `rate`, as 16 kHz samples (a live stream: the
+    resampler keeps its state between chunks, so their seams leave no clicks)."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._resampler = (
+            av.AudioResampler(format="s16", layout="mono", rate=RATE) if rate != RATE else None
+        )
+
+    def __call__(self, pcm: bytes) -> npt.NDArray[np.int16]:
+        samples = np.frombuffer(pcm, dtype="<i2").astype(np.int16, copy=False)
+        if self._resampler is None:
+            return samples
+        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = self.rate
+        out = [
+            np.frombuffer(memoryview(done.planes[0])[: done.samples * 2], dtype=np.int16)
+            for done in self._resampler.resample(frame)
+        ]
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int16)
+
+
 def _declared_rate(stream: av.AudioStream) -> int:
     """The stream's rate as its header says; 0 when unknown (or FFmpeg has no decoder for it)."""
     context = stream.codec_context

@@ -5,6 +5,8 @@ from __future__ import annotations
 import secrets
 
 from fastapi import Request
+from pydantic import SecretStr
+from starlette.datastructures import Headers
 
 from .errors import APIError
 from .state import get_state
@@ -12,13 +14,17 @@ from .state import get_state
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-async def require_api_key(request: Request) -> None:
-    """FastAPI dependency: pass if no key is configured or the bearer token matches it."""
-    expected = get_state(request).settings.api_key
+def bearer(headers: Headers) -> str | None:
+    """The token of an `Authorization: Bearer ...` header, if there is one."""
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def check_key(expected: SecretStr | None, token: str | None) -> None:
+    """Pass if no key is configured or `token` matches it; else OpenAI's 401."""
     if expected is None:
         return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if token is None:
         raise APIError(
             401,
             "You didn't provide an API key. Send it in an Authorization header using Bearer "
@@ -26,7 +32,12 @@ async def require_api_key(request: Request) -> None:
             code="missing_api_key",
             headers=_CHALLENGE,
         )
-    if not secrets.compare_digest(token.strip().encode(), expected.get_secret_value().encode()):
+    if not secrets.compare_digest(token.encode(), expected.get_secret_value().encode()):
         raise APIError(
             401, "Incorrect API key provided.", code="invalid_api_key", headers=_CHALLENGE
         )
+
+
+async def require_api_key(request: Request) -> None:
+    """FastAPI dependency for the HTTP routes."""
+    check_key(get_state(request).settings.api_key, bearer(request.headers))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import uvicorn
 
 from .app import create_app
-from .protocol import guarded_protocol
+from .protocol import DenialAwareWebSocketsProtocol, guarded_protocol
 from .settings import parse_args
 from .shutdown import ANSWER_GRACE, Drain
 
@@ -70,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=settings.host,
         port=settings.port,
         http=guarded_protocol(settings.read_timeout),
+        ws=DenialAwareWebSocketsProtocol,
         log_level=settings.log_level,
         # Only what the drain did not cover: a request still being uploaded, an idle connection.
         timeout_graceful_shutdown=ANSWER_GRACE,

@@ -1,10 +1,16 @@
-"""uvicorn's httptools protocol with the limits it lacks: a capped request head and a read timeout.
+"""uvicorn's protocols with what they lack: a capped request head and a read timeout (HTTP), and
+a quiet WebSocket refusal.
 
 uvicorn 0.54 accumulates a request's URL and headers without bound (one endless header is a
 memory DoS), and it has no timer for a client that sends its head slowly (slowloris), sends
 nothing at all, or stalls in the middle of a body (slow POST): its keep-alive timer only covers
 the idle time after a response. This subclass answers such clients itself, in OpenAI's error
 shape, and closes the connection. Everything else is uvicorn's own code, reached through super().
+
+uvicorn 0.54's websockets-sansio protocol logs "ASGI callable returned without completing
+handshake" at ERROR after every handshake the app refuses with an HTTP answer (an API key
+missing, the model loading): `DenialAwareWebSocketsProtocol` counts the sent refusal as the
+end of the handshake, as uvicorn's wsproto protocol does (uvicorn pull request #3138).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ import asyncio
 import json
 import logging
 from http import HTTPStatus
-from typing import Literal
+from typing import Any, Literal
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from .errors import APIError
 
@@ -145,3 +152,12 @@ def guarded_protocol(read_timeout: float) -> type[HttpToolsProtocol]:
 
     Configured.read_timeout = read_timeout
     return Configured
+
+
+class DenialAwareWebSocketsProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websockets protocol, for which a refusal sent completes the handshake."""
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            self.handshake_complete = True

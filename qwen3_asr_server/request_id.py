@@ -17,7 +17,7 @@ class RequestIdMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         sent = dict(scope["headers"]).get(HEADER.encode(), b"").decode("latin-1")
@@ -25,8 +25,11 @@ class RequestIdMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
 
         async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] in ("http.response.start", "websocket.http.response.start"):
                 MutableHeaders(scope=message)[HEADER] = request_id
+            elif message["type"] == "websocket.accept":
+                headers = [*message.get("headers", []), (HEADER.encode(), request_id.encode())]
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, send_with_id)

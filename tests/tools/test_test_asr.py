@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from qwen3_asr_server.launch import free_port
 from qwen3_asr_server.settings import Settings
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
+from tests.fixtures.containers import encode, speech_like
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
@@ -204,6 +206,9 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         ["--language", "klingon"],
         ["--format", "docx"],
         ["--url", "localhost:8000"],
+        ["--realtime", "--stream"],
+        ["--realtime", "--format", "srt"],
+        ["--realtime", "--translate"],
     ],
 )
 def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
@@ -234,3 +239,45 @@ def test_an_error_mid_stream_fails(clip: str, context: list[str]) -> None:
     assert result.stdout == "Heard\n"
     assert result.stderr.startswith("test-asr: error: ")
     assert result.stderr.count("\n") == 1
+
+
+@pytest.fixture
+def speech(tmp_path: Path) -> str:
+    """An MP3 at 44.1 kHz: 1 s of speech, 0.8 s of silence, 1 s of speech."""
+    path = tmp_path / "call.mp3"
+    pattern = [(0.3, False), (1.0, True), (0.8, False), (1.0, True)]
+    path.write_bytes(encode(speech_like(pattern, rate=44100), 44100, "mp3"))
+    return str(path)
+
+
+def test_realtime_prints_each_utterance_while_the_file_still_plays(speech: str) -> None:
+    server = LiveServer(StandIn(MODEL, describe=True))
+    try:
+        tool = subprocess.Popen(
+            [sys.executable, str(SCRIPT), speech, "--realtime", "--url", server.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert tool.stdout is not None
+        first = tool.stdout.readline()
+        # the second utterance has not reached the model yet: the file is still playing
+        assert len(server.standin.requests) == 1
+        rest, errors = tool.communicate(timeout=30)
+    finally:
+        server.stop()
+    assert (tool.returncode, errors) == (0, "")
+    assert [first, *rest.splitlines(keepends=True)] == ["Heard 1.43 s.\n"] * 2
+
+
+def test_realtime_with_a_keyed_server_and_no_key(keyed_server: LiveServer, speech: str) -> None:
+    result = run_tool(speech, "--realtime", "--url", keyed_server.url)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", KEY_HINT)
+
+
+def test_realtime_with_a_file_that_is_not_audio(live_server: LiveServer, tmp_path: Path) -> None:
+    garbage = tmp_path / "notes.mp3"
+    garbage.write_bytes(b"not audio at all " * 64)
+    result = run_tool(str(garbage), "--realtime", "--url", live_server.url)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"test-asr: error: cannot decode {garbage}")

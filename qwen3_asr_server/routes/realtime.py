@@ -1,0 +1,106 @@
+"""GET /v1/realtime?intent=transcription: OpenAI's Realtime API, transcription sessions.
+
+The handshake is checked before the WebSocket is accepted, so a refused client gets an HTTP
+answer in OpenAI's error shape (where the server supports that ASGI extension). Once open,
+frames are read one at a time: a bad one is answered with an `error` event and the session
+goes on; a client that stops reading for SEND_TIMEOUT seconds is disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from ..auth import bearer, check_key
+from ..errors import APIError, response
+from ..realtime import Session
+from ..realtime_config import EventError, parse_client_event
+from ..realtime_events import event_error
+from ..shutdown import shutting_down
+from ..state import get_state
+
+logger = logging.getLogger(__name__)
+router = APIRouter()
+
+KEY_PROTOCOL = "openai-insecure-api-key."  # how browsers, which cannot set headers, send it
+BETA_PROTOCOL = "openai-beta.realtime-v1"
+MAX_EVENT_BYTES = 4 << 20  # one client event; uvicorn's own frame limit (16 MiB) is above it
+SEND_TIMEOUT = 10.0  # seconds a client may leave our events unread before it is dropped
+POLICY_VIOLATION = 1008
+
+
+@router.websocket("/v1/realtime")
+async def realtime(websocket: WebSocket) -> None:
+    state = get_state(websocket)  # type: ignore[arg-type]  # any HTTPConnection will do
+    offered: list[str] = websocket.scope.get("subprotocols", [])
+    try:
+        _admit(websocket, offered)
+    except APIError as exc:
+        await _refuse(websocket, exc)
+        return
+    await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+    beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
+    lock = asyncio.Lock()
+
+    async def send(event: dict[str, Any]) -> None:
+        async with lock:  # the session's worker and this loop both send
+            await asyncio.wait_for(websocket.send_text(orjson.dumps(event).decode()), SEND_TIMEOUT)
+
+    request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
+    session = Session(state, send, request_id, beta or BETA_PROTOCOL in offered)
+    try:
+        await session.start()
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            frame = message["text"] if message.get("text") is not None else message.get("bytes")
+            try:
+                event = parse_client_event(frame or b"", MAX_EVENT_BYTES)
+            except EventError as exc:
+                await send(event_error(exc))
+                continue
+            await session.handle(event)
+    except (WebSocketDisconnect, TimeoutError, asyncio.TimeoutError):
+        pass  # the client left, or stopped reading
+    finally:
+        await session.close()
+        if websocket.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(RuntimeError):  # it went away meanwhile
+                await websocket.close()
+
+
+def _admit(websocket: WebSocket, offered: list[str]) -> None:
+    """Refuse, as the HTTP routes would, what must not get a session."""
+    state = get_state(websocket)  # type: ignore[arg-type]
+    if state.drain.draining:
+        raise shutting_down()
+    keys = [p.removeprefix(KEY_PROTOCOL) for p in offered if p.startswith(KEY_PROTOCOL)]
+    check_key(state.settings.api_key, bearer(websocket.headers) or next(iter(keys), None))
+    intent = websocket.query_params.get("intent")
+    if intent is not None and intent != "transcription":
+        raise APIError(
+            400,
+            f"This server offers transcription sessions only (intent=transcription), not "
+            f"{intent!r}: Qwen3-ASR transcribes, it does not converse.",
+            param="intent",
+            code="unsupported_intent",
+        )
+    model = websocket.query_params.get("model")
+    if model is not None:
+        state.catalog.resolve(model)
+    state.upstream.check_ready()
+
+
+async def _refuse(websocket: WebSocket, error: APIError) -> None:
+    """An HTTP answer to the handshake when the server can send one, else close (1008)."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(response(error))
+    else:
+        await websocket.close(POLICY_VIOLATION, error.message[:120])

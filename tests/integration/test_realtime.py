@@ -1,0 +1,381 @@
+"""GET /v1/realtime?intent=transcription, driven over a real WebSocket against the stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
+
+from qwen3_asr_server import realtime
+from tests.conftest import MODEL, LiveServer
+from tests.fixtures.containers import speech_like
+from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.standin import StandIn
+
+Events = list[dict[str, Any]]
+TRANSCRIPTION = "conversation.item.input_audio_transcription."
+# Two utterances: 1.5 s and 2 s of speech, after 0.5 s and 1 s of silence
+PATTERN = [(0.5, False), (1.5, True), (1.0, False), (2.0, True), (1.0, False)]
+
+
+def pcm(pattern: list[tuple[float, bool]], rate: int = 24000) -> bytes:
+    return (speech_like(pattern, rate=rate) * 32767).astype("<i2").tobytes()
+
+
+@contextmanager
+def serving(standin: StandIn | None = None, api_key: str | None = None) -> Iterator[str]:
+    """The server in front of a stand-in, both in threads; yields the ws:// base URL."""
+    server = LiveServer(standin or StandIn(MODEL, describe=True), api_key=api_key)
+    try:
+        yield server.url.replace("http://", "ws://")
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def session(
+    url: str, query: str = "?intent=transcription", **kwargs: Any
+) -> AsyncIterator[ClientConnection]:
+    async with connect(f"{url}/v1/realtime{query}", **kwargs) as ws:
+        created = json.loads(await ws.recv())
+        assert created["type"] in ("session.created", "transcription_session.created")
+        yield ws
+
+
+async def send(ws: ClientConnection, kind: str, **fields: Any) -> None:
+    await ws.send(json.dumps({"type": kind, **fields}))
+
+
+async def stream(ws: ClientConnection, audio: bytes, rate: int = 24000, ms: int = 100) -> None:
+    """Append `audio` in `ms` chunks, as a microphone would (without waiting in real time)."""
+    step = rate * ms // 1000 * 2
+    for start in range(0, len(audio), step):
+        chunk = base64.b64encode(audio[start : start + step]).decode()
+        await send(ws, "input_audio_buffer.append", audio=chunk)
+
+
+async def until(
+    ws: ClientConnection, done: Callable[[Events], bool], seconds: float = 10
+) -> Events:
+    """Events received until `done(events)` holds."""
+    received: Events = []
+    async with asyncio.timeout(seconds):
+        while not done(received):
+            received.append(json.loads(await ws.recv()))
+    return received
+
+
+def completed(count: int) -> Callable[[Events], bool]:
+    return lambda events: sum(e["type"] == TRANSCRIPTION + "completed" for e in events) >= count
+
+
+def of(events: Events, kind: str) -> Events:
+    return [event for event in events if event["type"] == kind]
+
+
+async def test_utterances_are_found_committed_and_transcribed_in_order() -> None:
+    standin = StandIn(MODEL, describe=True)
+    with serving(standin) as url:
+        async with session(url) as ws:
+            await stream(ws, pcm(PATTERN))
+            events = await until(ws, completed(2))
+    started = of(events, "input_audio_buffer.speech_started")
+    stopped = of(events, "input_audio_buffer.speech_stopped")
+    # speech at 0.5-2.0 s and 3.0-5.0 s: starts 300 ms early (prefix padding), ends 150 ms late
+    assert [e["audio_start_ms"] for e in started] == pytest.approx([200, 2700], abs=40)
+    assert [e["audio_end_ms"] for e in stopped] == pytest.approx([2150, 5150], abs=40)
+    items = [e["item_id"] for e in started]
+    assert len(set(items)) == 2
+    for item in items:
+        mine = [
+            e["type"] for e in events if item in (e.get("item_id"), e.get("item", {}).get("id"))
+        ]
+        deltas = [e for e in of(events, TRANSCRIPTION + "delta") if e["item_id"] == item]
+        assert mine[:5] == [
+            "input_audio_buffer.speech_started",
+            "input_audio_buffer.speech_stopped",
+            "input_audio_buffer.committed",
+            "conversation.item.added",
+            "conversation.item.done",
+        ]
+        assert mine[-1] == TRANSCRIPTION + "completed"
+        assert set(mine[5:-1]) == {TRANSCRIPTION + "delta"}
+        [done] = [e for e in of(events, TRANSCRIPTION + "completed") if e["item_id"] == item]
+        assert "".join(d["delta"] for d in deltas) == done["transcript"]
+        assert done["usage"]["type"] == "tokens"
+        assert done["usage"]["output_tokens"] > 0
+    committed = of(events, "input_audio_buffer.committed")
+    assert [e["previous_item_id"] for e in committed] == [None, items[0]]
+    # each utterance went upstream alone: 0.22-2.15 s, then 2.72-5.15 s (first loud frames)
+    transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
+    assert transcripts == ["Heard 1.93 s.", "Heard 2.43 s."]
+    # the first transcript is the second utterance's context
+    second = standin.requests[-1]["messages"]
+    assert second[0] == {"role": "system", "content": "Heard 1.93 s."}
+
+
+async def test_16khz_input_and_a_forced_language_and_prompt() -> None:
+    standin = StandIn(MODEL, describe=True)
+    with serving(standin) as url:
+        async with session(url) as ws:
+            audio = {"format": {"type": "audio/pcm", "rate": 16000}}
+            audio["transcription"] = {"language": "fr", "prompt": "Qwen, vLLM"}
+            await send(
+                ws, "session.update", session={"type": "transcription", "audio": {"input": audio}}
+            )
+            [updated] = await until(ws, lambda events: len(events) == 1)
+            assert updated["type"] == "session.updated"
+            assert updated["session"]["audio"]["input"]["format"] == {
+                "type": "audio/pcm",
+                "rate": 16000,
+            }
+            await stream(ws, pcm(PATTERN[:3], rate=16000), rate=16000)
+            events = await until(ws, completed(1))
+    [done] = of(events, TRANSCRIPTION + "completed")
+    assert done["transcript"] == "Bonjour le monde."  # the stand-in's French, forced
+    [start] = of(events, "input_audio_buffer.speech_started")
+    assert start["audio_start_ms"] == pytest.approx(200, abs=40)
+    sent = standin.requests[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": "Qwen, vLLM"}
+    assert sent[-1]["content"] == "language French<asr_text>"
+
+
+async def test_manual_commits_without_server_vad() -> None:
+    with serving() as url:
+        async with session(url) as ws:
+            vad_off = {"type": "transcription", "audio": {"input": {"turn_detection": None}}}
+            await send(ws, "session.update", session=vad_off)
+            await until(ws, lambda events: len(events) == 1)
+            await send(ws, "input_audio_buffer.commit")
+            [refused] = await until(ws, lambda events: len(events) == 1)
+            assert refused["error"]["code"] == "input_audio_buffer_commit_empty"
+            await stream(ws, pcm(PATTERN))
+            await send(ws, "input_audio_buffer.commit")
+            events = await until(ws, completed(1))
+            # cleared audio is gone: the next commit holds only what came after it
+            await stream(ws, pcm([(1.0, True)]))
+            await send(ws, "input_audio_buffer.clear")
+            await stream(ws, pcm([(0.5, True)]))
+            await send(ws, "input_audio_buffer.commit")
+            events += await until(ws, completed(1))
+    assert not of(events, "input_audio_buffer.speech_started")
+    assert len(of(events, "input_audio_buffer.cleared")) == 1
+    transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
+    assert transcripts == ["Heard 6.00 s.", "Heard 0.50 s."]  # no VAD: the whole buffer
+
+
+async def test_the_beta_protocol_gets_beta_event_names() -> None:
+    with serving() as url:
+        headers = {"OpenAI-Beta": "realtime=v1"}
+        async with connect(
+            f"{url}/v1/realtime?intent=transcription", additional_headers=headers
+        ) as ws:
+            [created] = await until(ws, lambda events: len(events) == 1)
+            assert created["type"] == "transcription_session.created"
+            update = {"input_audio_format": "pcm16", "input_audio_transcription": {"model": MODEL}}
+            await send(ws, "transcription_session.update", session=update)
+            await stream(ws, pcm(PATTERN[:3]))
+            events = await until(ws, completed(1))
+    assert events[0]["type"] == "transcription_session.updated"
+    assert len(of(events, "conversation.item.created")) == 1
+    assert not of(events, "conversation.item.added")
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "invalid_json"),
+        ("[1, 2]", "invalid_event"),
+        (b"\x00\x01", "binary_frame_not_supported"),
+        (json.dumps({"type": "response.create"}), "invalid_event"),
+        (json.dumps({"type": "input_audio_buffer.append", "audio": "!!"}), "invalid_value"),
+        (json.dumps({"type": "input_audio_buffer.append", "audio": "AA=="}), "invalid_value"),
+        (json.dumps({"type": "input_audio_buffer.append"}), "missing_required_parameter"),
+        (
+            json.dumps(
+                {"type": "input_audio_buffer.append", "audio": "A" * (realtime.MAX_BUFFER_SECONDS)}
+            ),
+            None,
+        ),
+    ],
+    ids=[
+        "not-json",
+        "array",
+        "binary",
+        "unknown-type",
+        "bad-base64",
+        "odd-bytes",
+        "no-audio",
+        "fine",
+    ],
+)
+async def test_bad_events_get_error_events_and_the_session_goes_on(
+    frame: str | bytes, code: str | None
+) -> None:
+    with serving() as url:
+        async with session(url) as ws:
+            await ws.send(frame)
+            if code is not None:
+                [error] = await until(ws, lambda events: len(events) == 1)
+                assert error["type"] == "error"
+                assert error["error"]["code"] == code
+                assert error["error"]["message"]
+            await stream(ws, pcm(PATTERN[:3]))
+            events = await until(ws, completed(1))
+    assert not of(events, "error")
+
+
+async def test_an_oversized_event_is_refused_and_the_session_goes_on() -> None:
+    from qwen3_asr_server.routes.realtime import MAX_EVENT_BYTES
+
+    with serving() as url:
+        async with session(url) as ws:
+            huge = base64.b64encode(bytes(MAX_EVENT_BYTES)).decode()
+            await send(ws, "input_audio_buffer.append", audio=huge, event_id="evt_big")
+            [error] = await until(ws, lambda events: len(events) == 1)
+            assert error["error"]["code"] == "event_too_large"
+            await stream(ws, pcm(PATTERN[:3]))
+            await until(ws, completed(1))
+
+
+async def test_a_bad_session_update_names_the_field_and_changes_nothing() -> None:
+    with serving() as url:
+        async with session(url) as ws:
+            audio = {"input": {"format": {"type": "audio/pcm", "rate": 8000}}}
+            await send(
+                ws,
+                "session.update",
+                session={"type": "transcription", "audio": audio},
+                event_id="evt_1",
+            )
+            [error] = await until(ws, lambda events: len(events) == 1)
+            assert error["error"]["param"] == "session.audio.input.format.rate"
+            assert error["error"]["event_id"] == "evt_1"
+            await stream(ws, pcm(PATTERN[:3]))  # still 24 kHz
+            events = await until(ws, completed(1))
+    assert of(events, TRANSCRIPTION + "completed")[0]["transcript"] == "Heard 1.93 s."
+
+
+async def test_the_api_key_comes_in_a_header_or_a_subprotocol() -> None:
+    with serving(api_key="sk-test") as url:
+        target = f"{url}/v1/realtime?intent=transcription"
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(target):
+                pass
+        assert refused.value.response.status_code == 401
+        body = json.loads(refused.value.response.body or b"{}")
+        assert body["error"]["code"] == "missing_api_key"
+        with pytest.raises(InvalidStatus) as wrong:
+            async with connect(target, additional_headers={"Authorization": "Bearer nope"}):
+                pass
+        assert wrong.value.response.status_code == 401
+        async with connect(target, additional_headers={"Authorization": "Bearer sk-test"}) as ws:
+            assert json.loads(await ws.recv())["type"] == "session.created"
+        protocols = ["realtime", "openai-insecure-api-key.sk-test", "openai-beta.realtime-v1"]
+        async with connect(target, subprotocols=protocols) as ws:  # type: ignore[arg-type]
+            assert ws.subprotocol == "realtime"  # a browser insists on one it offered
+            assert json.loads(await ws.recv())["type"] == "transcription_session.created"
+
+
+async def test_other_intents_and_unknown_models_are_refused_at_the_handshake() -> None:
+    with serving() as url:
+        for query, status in (("?intent=conversation", 400), ("?model=whisper-9", 404)):
+            with pytest.raises(InvalidStatus) as refused:
+                async with connect(f"{url}/v1/realtime{query}"):
+                    pass
+            assert refused.value.response.status_code == status
+        async with session(url, f"?intent=transcription&model={MODEL}"):
+            pass
+
+
+async def test_a_backend_failure_fails_that_item_only() -> None:
+    standin = StandIn(MODEL, describe=True, fail_after=1)
+    with serving(standin) as url:
+        async with session(url) as ws:
+            await stream(ws, pcm(PATTERN))
+            events = await until(
+                ws,
+                lambda got: (
+                    len(of(got, TRANSCRIPTION + "failed"))
+                    + len(of(got, TRANSCRIPTION + "completed"))
+                    >= 2
+                ),
+            )
+    failed = of(events, TRANSCRIPTION + "failed")
+    assert failed
+    assert all(e["error"]["message"] for e in failed)
+    assert not of(events, "error")
+
+
+async def test_the_openai_sdk_realtime_client_gets_transcripts() -> None:
+    with serving() as url:
+        client = AsyncOpenAI(base_url=url.replace("ws://", "http://") + "/v1", api_key="unused")
+        manager = client.realtime.connect(extra_query={"intent": "transcription"})
+        async with manager as connection:
+            audio = {"input": {"transcription": {"model": MODEL}}}
+            await connection.session.update(session={"type": "transcription", "audio": audio})
+            raw = pcm(PATTERN)
+            for start in range(0, len(raw), 4800):
+                chunk = base64.b64encode(raw[start : start + 4800]).decode()
+                await connection.input_audio_buffer.append(audio=chunk)
+            seen: list[str] = []
+            transcripts: list[str] = []
+            async with asyncio.timeout(10):
+                async for event in connection:
+                    seen.append(event.type)
+                    if event.type == "conversation.item.input_audio_transcription.completed":
+                        transcripts.append(event.transcript)
+                        if len(transcripts) == 2:
+                            break
+    assert seen[:2] == ["session.created", "session.updated"]
+    assert transcripts == ["Heard 1.93 s.", "Heard 2.43 s."]
+
+
+async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path: Path) -> None:
+    """server.py with --read-timeout 1: a session that streams for 3.5 s is not cut, and a
+    refused handshake is answered without an error in the log."""
+    install_launcher(tmp_path / "bin", "vllm")
+    server = ServerProcess(tmp_path, ["--model", "m", "--read-timeout", "1", "--api-key", "k"])
+    try:
+        server.wait_for_health(200)
+        url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(url):
+                pass
+        assert refused.value.response.status_code == 401
+        async with connect(url, additional_headers={"Authorization": "Bearer k"}) as ws:
+            audio = pcm([(0.5, False), (1.5, True), (1.5, False)])
+            step = 2400 * 2  # 100 ms at 24 kHz
+            for start in range(0, len(audio), step):
+                chunk = base64.b64encode(audio[start : start + step]).decode()
+                await send(ws, "input_audio_buffer.append", audio=chunk)
+                await asyncio.sleep(0.1)  # as a microphone does
+            events = await until(ws, completed(1))
+    finally:
+        server.stop()
+    assert of(events, TRANSCRIPTION + "completed")[0]["transcript"] == "Hello world."
+    assert "ERROR" not in server.output()
+
+
+async def test_speech_longer_than_the_models_window_is_cut_into_utterances() -> None:
+    with serving() as url:
+        async with session(url) as ws:
+            await stream(ws, pcm([(0.5, False), (40.0, True), (1.0, False)]))
+            events = await until(ws, completed(2), seconds=20)
+    started = of(events, "input_audio_buffer.speech_started")
+    stopped = of(events, "input_audio_buffer.speech_stopped")
+    assert len(started) == len(stopped) == 2
+    # the first utterance is exactly the model's 30 s; the second starts where it was cut
+    assert stopped[0]["audio_end_ms"] - started[0]["audio_start_ms"] == 30000
+    assert started[1]["audio_start_ms"] == stopped[0]["audio_end_ms"]
+    transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
+    assert transcripts[0] == "Heard 30.00 s."
