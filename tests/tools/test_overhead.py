@@ -15,7 +15,8 @@ from tests.fixtures.process import REPO
 
 def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
-    small = ["--runs", "2", "--requests", "20", "--model-ms", "5", "--json", str(out)]
+    small = ["--runs", "2", "--requests", "20", "--cpu-requests", "20", "--model-ms", "5"]
+    small += ["--json", str(out)]
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "overhead.py"), *small],
         capture_output=True,
@@ -38,3 +39,11 @@ def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> No
     [streamed] = figures["stream_compare"]
     assert streamed["added_first_delta_ms"] is not None
     assert 0 < figures["rss_idle_mib"] <= figures["rss_after_mib"] + 50
+    cpu = figures["cpu_ms_per_request"]
+    assert list(cpu) == ["speech-5s.wav", "speech-30s.mp3"]
+    for targets in cpu.values():
+        assert set(targets) == {"direct", "proxy"}
+        assert set(targets["proxy"]) == {"proxy", "upstream", "client"}
+        # the proxy's work shows in its own process only when requests go through it
+        assert targets["proxy"]["proxy"] > 0
+        assert targets["direct"]["upstream"] > 0
