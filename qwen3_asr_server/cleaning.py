@@ -20,6 +20,8 @@ _HEAD = "language "
 # look like a language name, so that a transcript such as "language models\n..." survives.
 _PREFIX = re.compile(r"language (?:([^<\n]{0,40})<asr_text>|([A-Z][a-z]+),?\n)")
 _MAX_NAME = 41  # 40 name characters and an optional comma
+# Mid-answer only a one-word name counts: "the language English is fine." is transcript
+_SEGMENT = re.compile(r"language ([A-Za-z]{1,20})<asr_text>")
 _CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")
 
 
@@ -98,6 +100,79 @@ class StreamCleaner:
             text = text.lstrip()
             self._started = bool(text)
         return text
+
+
+class SegmentedCleaner:
+    """The same cleaning for vLLM's realtime endpoint, whose answer for one utterance is the
+    answers for its 5 s segments run together, each with its own prefix
+    (`language English<asr_text>Hello.language English<asr_text>And then`): every prefix is
+    dropped wherever it comes, a `language None` segment's text with it, and the segments'
+    texts are joined by a space."""
+
+    def __init__(self) -> None:
+        self._held = ""  # text that may be the start of the next segment's prefix
+        self._silent = False  # the current segment is `language None`
+        self._segment_start = True  # no text of the current segment went out yet
+        self._written = False  # some text went out
+
+    def feed(self, piece: str) -> str:
+        pending, self._held = self._held + piece, ""
+        out = ""
+        while pending:
+            start = _head_start(pending)
+            if start is None:
+                return out + self._text(pending)
+            out += self._text(pending[:start])
+            head = pending[start:]
+            match = _SEGMENT.match(head)
+            if match:
+                self._silent = match.group(1) == NO_SPEECH
+                self._segment_start = True
+                pending = head[match.end() :]
+            elif _could_become_segment(head):
+                self._held = head
+                return out
+            else:
+                out += self._text(head[0])
+                pending = head[1:]
+        return out
+
+    def finish(self) -> str:
+        """What was held back: the answer ended while it still looked like a prefix."""
+        held, self._held = self._held, ""
+        return self._text(held)
+
+    def _text(self, text: str) -> str:
+        if self._silent:
+            return ""
+        if self._segment_start:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._segment_start = False
+            if self._written:
+                text = " " + text
+        self._written = True
+        return text
+
+
+def _could_become_segment(head: str) -> bool:
+    """Whether more text could still complete `head` into a `_SEGMENT` prefix."""
+    if len(head) <= len(_HEAD):
+        return _HEAD.startswith(head)
+    name, bracket, tag = head[len(_HEAD) :].partition("<")
+    fits = head.startswith(_HEAD) and len(name) <= 20 and (name.isalpha() or not name)
+    return fits and (not bracket or ASR_TEXT_TAG.startswith(bracket + tag))
+
+
+def _head_start(text: str) -> int | None:
+    """Where the first possible language prefix in `text` begins: a whole `language `, or an
+    end of `text` that more text could turn into one."""
+    whole = text.find(_HEAD)
+    for size in range(min(len(_HEAD) - 1, len(text)), 0, -1):
+        if _HEAD.startswith(text[-size:]) and (whole < 0 or len(text) - size < whole):
+            return len(text) - size
+    return whole if whole >= 0 else None
 
 
 @dataclass(frozen=True)

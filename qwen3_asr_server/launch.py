@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 
 from .settings import Settings
 
+# --vllm-realtime: the same weights as the realtime model class, which adds /v1/realtime
+REALTIME_ARCHITECTURE = '{"architectures": ["Qwen3ASRRealtimeGeneration"]}'
+
 _NATIVE_MODEL_FILE = "vllm/model_executor/models/qwen3_asr.py"
 GiB = 1 << 30
 
@@ -90,6 +93,8 @@ def build(
         argv += ["--gpu-memory-utilization", str(settings.gpu_memory_utilization)]
     if settings.max_num_seqs is not None:
         argv += ["--max-num-seqs", str(settings.max_num_seqs)]
+    if settings.vllm_realtime and not _given(vllm_args, "--hf-overrides"):
+        argv += ["--hf-overrides", REALTIME_ARCHITECTURE]
     env: dict[str, str] = {}
     if settings.cpu:
         argv += _cpu_flags(settings, vllm_args, environ)

@@ -15,19 +15,22 @@ import asyncio
 import binascii
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import realtime_events as events
+from . import vllm_realtime
 from .audio import RATE, Audio, Resampler
 from .errors import APIError
-from .realtime_config import EventError, SessionConfig, apply_update, client_event_id
+from .realtime_config import EventError, ServerVad, SessionConfig, apply_update, client_event_id
 from .state import AppState
 from .streaming import TranscriptStream
 from .transcribe import Options
 from .vad import SpeechDetector, SpeechStarted, SpeechStopped
+from .vllm_realtime import LiveUtterance
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,23 @@ _SAMPLE = 2  # bytes per 16-bit sample
 class _Utterance:
     item_id: str
     audio: Audio
+
+
+@dataclass
+class _Live:
+    """An utterance streaming into vLLM's realtime endpoint while it is spoken."""
+
+    item_id: str
+    sent: int  # stream position up to which its audio was handed to the relay
+    chunks: asyncio.Queue[npt.NDArray[np.int16] | None] = field(default_factory=asyncio.Queue)
+    cancelled: bool = False  # the client cleared the buffer: no transcript is wanted
+    seconds: float = 0.0
+
+    def send_until(self, session: Session, end: int) -> None:
+        if end > self.sent:
+            self.chunks.put_nowait(session._samples(self.sent, end))
+            self.seconds += (end - self.sent) / RATE
+            self.sent = end
 
 
 class Session:
@@ -67,16 +87,28 @@ class Session:
         self._history: list[str] = []
         self._queue: asyncio.Queue[_Utterance] = asyncio.Queue(MAX_QUEUED)
         self._worker: asyncio.Task[None] | None = None
+        self._vllm_offered = False  # vLLM's own realtime endpoint answers (--vllm-realtime)
+        self._live: _Live | None = None  # the utterance being spoken into vLLM's endpoint
+        self._relays: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
+        settings = self.state.settings
+        if settings.vllm_realtime:
+            base_url = self.state.supervisor.url
+            try:
+                self._vllm_offered = await vllm_realtime.offered(base_url, settings.backend_headers)
+            except APIError:
+                logger.warning("vLLM's realtime endpoint did not answer; using the chat path")
         await self._send(events.session_created(self.config, self.id))
         self._worker = asyncio.create_task(self._transcribe_all())
 
     async def close(self) -> None:
-        """Stop transcribing; an utterance in progress is cancelled with its upstream request."""
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.wait([self._worker])
+        """Stop transcribing; utterances in progress are cancelled with their upstream work."""
+        tasks = [*self._relays, *([self._worker] if self._worker else [])]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     async def handle(self, event: dict[str, Any]) -> None:
         """One client event; a refused one is answered with an `error` event."""
@@ -144,6 +176,8 @@ class Session:
         if self.config.turn_detection is not None:
             for change in self._detector.feed(samples):
                 await self._on_vad(change)
+            if self._live is not None:
+                self._live.send_until(self, self._heard)
             self._trim(self._detector.keep_from)
 
     async def _on_vad(self, change: SpeechStarted | SpeechStopped) -> None:
@@ -151,11 +185,33 @@ class Session:
             self._item_id = events.new_id("item")
             self._committed = change.audio_start
             await self._send(events.speech_started(self._item_id, _ms(change.audio_start)))
+            if self._streams_live():
+                self._live = _Live(self._item_id, change.audio_start)
+                task = asyncio.create_task(self._relay(self._live))
+                self._relays.add(task)
+                task.add_done_callback(self._relays.discard)
             return
         end = min(change.sample + round(TAIL_SECONDS * RATE), change.audio_end)
         item_id, self._item_id = self._item_id or events.new_id("item"), None
         await self._send(events.speech_stopped(item_id, _ms(end)))
-        await self._enqueue(item_id, self._committed, end)
+        await self._end(item_id, end)
+
+    def _streams_live(self) -> bool:
+        """vLLM's realtime endpoint serves this utterance: it takes no language or context."""
+        config = self.config
+        return self._vllm_offered and not (config.language or config.prompt or config.logprobs)
+
+    async def _end(self, item_id: str, end: int) -> None:
+        """The utterance that began at `_committed` ends at `end`: commit and transcribe it."""
+        live, self._live = self._live, None
+        if live is None:
+            await self._enqueue(item_id, self._committed, end)
+            return
+        live.send_until(self, end)
+        live.chunks.put_nowait(None)
+        self._committed = end
+        self._trim(end)
+        await self._announce(item_id)
 
     async def _commit(self) -> None:
         """The client's commit: everything not committed yet becomes an utterance."""
@@ -171,20 +227,14 @@ class Session:
         if self._item_id is not None:  # speech in progress: it ends here
             await self._send(events.speech_stopped(item_id, _ms(self._heard)))
             self._item_id = None
-        self._detector = self._new_detector(offset=self._heard)
-        await self._enqueue(item_id, start, self._heard)
+        self._detector = self._new_detector(start=self._heard)
+        await self._end(item_id, self._heard)
 
     async def _enqueue(self, item_id: str, start: int, end: int) -> None:
-        begin = max(start, self._base) - self._base
-        samples = np.frombuffer(
-            bytes(self._buffer[begin * _SAMPLE : (end - self._base) * _SAMPLE]), dtype=np.int16
-        )
+        samples = self._samples(start, end)
         self._committed = end
         self._trim(end)
-        await self._send(events.buffer_committed(item_id, self._previous_item_id))
-        for event in events.item_events(self.config, item_id, self._previous_item_id):
-            await self._send(event)
-        self._previous_item_id = item_id
+        await self._announce(item_id)
         try:
             self._queue.put_nowait(_Utterance(item_id, Audio(samples)))
         except asyncio.QueueFull:
@@ -197,12 +247,28 @@ class Session:
                 )
             )
 
+    async def _announce(self, item_id: str) -> None:
+        """The events of a commit: the buffer became this item."""
+        await self._send(events.buffer_committed(item_id, self._previous_item_id))
+        for event in events.item_events(self.config, item_id, self._previous_item_id):
+            await self._send(event)
+        self._previous_item_id = item_id
+
+    def _samples(self, start: int, end: int) -> npt.NDArray[np.int16]:
+        """Buffered audio from stream position `start` to `end`."""
+        begin, stop = (max(start, self._base) - self._base) * _SAMPLE, (end - self._base) * _SAMPLE
+        return np.frombuffer(bytes(self._buffer[begin:stop]), dtype=np.int16)
+
     def _clear(self) -> None:
         """Forget the audio not committed yet, and any speech in progress."""
+        if self._live is not None:
+            self._live.cancelled = True
+            self._live.chunks.put_nowait(None)
+            self._live = None
         self._trim(self._heard)
         self._committed = self._heard
         self._item_id = None
-        self._detector = self._new_detector(offset=self._heard)
+        self._detector = self._new_detector(start=self._heard)
 
     def _trim(self, keep_from: int) -> None:
         """Drop buffered audio before stream position `keep_from`."""
@@ -211,17 +277,16 @@ class Session:
             del self._buffer[: drop * _SAMPLE]
             self._base += drop
 
-    def _new_detector(self, offset: int = 0) -> OffsetDetector:
-        vad = self.config.turn_detection
-        if vad is None:
-            return OffsetDetector(SpeechDetector(), offset)
-        detector = SpeechDetector(
+    def _new_detector(self, start: int = 0) -> SpeechDetector:
+        """A detector for the stream from position `start` on (after a commit or a clear)."""
+        vad = self.config.turn_detection or ServerVad()
+        return SpeechDetector(
             threshold=vad.threshold,
             silence_ms=vad.silence_duration_ms,
             prefix_ms=vad.prefix_padding_ms,
             max_speech_ms=round(self.state.settings.segment_seconds * 1000),
+            start=start,
         )
-        return OffsetDetector(detector, offset)
 
     async def _transcribe_all(self) -> None:
         while True:
@@ -254,17 +319,67 @@ class Session:
             return
         finally:
             await stream.close()
-        transcript = stream.text or ""
-        usage = events.token_usage(stream.prompt_tokens, stream.completion_tokens)
         kept_all = logprobs if self.config.logprobs else None
+        await self._completed(
+            item_id,
+            stream.text or "",
+            utterance.audio.duration,
+            (stream.prompt_tokens, stream.completion_tokens),
+            kept_all,
+        )
+
+    async def _relay(self, live: _Live) -> None:
+        """One utterance through vLLM's realtime endpoint, its audio sent as it comes."""
+        settings = self.state.settings
+        utterance = LiveUtterance(
+            self.state.supervisor.url, self.state.upstream.model, settings.backend_headers
+        )
+        parts: list[str] = []
+
+        async def relay_texts() -> None:
+            async for text in utterance.texts():
+                parts.append(text)
+                await self._send(events.transcription_delta(live.item_id, text))
+
+        reader: asyncio.Task[None] | None = None
+        try:
+            await utterance.open()
+            reader = asyncio.create_task(relay_texts())
+            while (chunk := await live.chunks.get()) is not None:
+                await utterance.append(chunk)
+            if live.cancelled:
+                return
+            await utterance.finish()
+            await reader
+        except APIError as exc:
+            await self._send(events.transcription_failed(live.item_id, exc.message, exc.code))
+            return
+        finally:
+            if reader is not None and not reader.done():
+                reader.cancel()
+                await asyncio.wait([reader])
+            await utterance.close()
+        usage = utterance.usage
+        tokens = (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        await self._completed(live.item_id, "".join(parts), live.seconds, tokens, None)
+
+    async def _completed(
+        self,
+        item_id: str,
+        transcript: str,
+        seconds: float,
+        tokens: tuple[int, int],
+        logprobs: list[dict[str, Any]] | None,
+    ) -> None:
+        usage = events.token_usage(*tokens)
         await self._send(
-            events.transcription_completed(item_id, transcript, usage, logprobs=kept_all)
+            events.transcription_completed(item_id, transcript, usage, logprobs=logprobs)
         )
         self._remember(transcript)
         metrics = self.state.metrics
-        metrics.audio_seconds.inc(utterance.audio.duration)
-        metrics.tokens.labels(kind="prompt").inc(stream.prompt_tokens)
-        metrics.tokens.labels(kind="completion").inc(stream.completion_tokens)
+        metrics.audio_seconds.inc(seconds)
+        metrics.tokens.labels(kind="prompt").inc(tokens[0])
+        metrics.tokens.labels(kind="completion").inc(tokens[1])
 
     def _context(self) -> str | None:
         earlier = " ".join(self._history)[-MAX_CONTEXT_CHARS:]
@@ -276,30 +391,6 @@ class Session:
             self._history.append(transcript)
             while len(self._history) > 1 and sum(map(len, self._history)) > MAX_CONTEXT_CHARS:
                 self._history.pop(0)
-
-
-class OffsetDetector:
-    """A SpeechDetector that starts at stream position `offset` (after a commit or clear),
-    and reports positions in the stream's terms."""
-
-    def __init__(self, detector: SpeechDetector, offset: int) -> None:
-        self._detector = detector
-        self._offset = offset
-
-    @property
-    def keep_from(self) -> int:
-        return self._detector.keep_from + self._offset
-
-    def feed(self, samples: np.ndarray) -> list[SpeechStarted | SpeechStopped]:
-        return [_shift(change, self._offset) for change in self._detector.feed(samples)]
-
-
-def _shift(change: SpeechStarted | SpeechStopped, offset: int) -> SpeechStarted | SpeechStopped:
-    if isinstance(change, SpeechStarted):
-        return replace(
-            change, sample=change.sample + offset, audio_start=change.audio_start + offset
-        )
-    return replace(change, sample=change.sample + offset, audio_end=change.audio_end + offset)
 
 
 def _ms(samples: int) -> int:

@@ -73,6 +73,12 @@ class Settings(BaseSettings):
         "dtype, with --cpu, where fp8 needs AVX-512).",
     )
     enable_prefix_caching: bool = Field(True, description="Pass --enable-prefix-caching to vLLM.")
+    vllm_realtime: bool = Field(
+        False,
+        description="Start vLLM with Qwen3-ASR's realtime architecture and stream realtime "
+        "sessions' speech into its /v1/realtime as it is spoken (sessions without language, "
+        "prompt or logprobs).",
+    )
     max_num_seqs: int | None = Field(
         None, gt=0, description="Concurrent sequences vLLM batches (vLLM's default if unset)."
     )

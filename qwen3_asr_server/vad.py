@@ -68,6 +68,7 @@ class SpeechDetector:
         prefix_ms: int = 300,
         max_speech_ms: int = 30_000,
         rate: int = 16_000,
+        start: int = 0,
     ) -> None:
         if rate <= 0 or silence_ms < 0 or prefix_ms < 0:
             raise ValueError("rate must be positive, silence_ms and prefix_ms not negative")
@@ -86,7 +87,8 @@ class SpeechDetector:
         self._run = 0  # loud frames in a row, while not speaking
         self._quiet = 0  # quiet frames in a row, while speaking
         self._last_loud_end = 0
-        self._last_end = 0  # the previous utterance's audio_end
+        self._start_at = start  # stream position of the first sample fed (after a commit)
+        self._last_end = start  # the previous utterance's audio_end
         self._current: SpeechStarted | None = None
 
     @property
@@ -103,8 +105,13 @@ class SpeechDetector:
         """Earliest sample any later event can point to: a caller may drop audio before it."""
         if self._current is not None:
             return self._current.audio_start
-        earliest = (self._frames - self._run) * self._frame - self._prefix
+        earliest = self._position - self._run * self._frame - self._prefix
         return max(self._last_end, earliest)
+
+    @property
+    def _position(self) -> int:
+        """Stream position of the end of the last whole frame judged."""
+        return self._start_at + self._frames * self._frame
 
     def feed(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
         """Take the next chunk of the stream; return the events it completed, in order."""
@@ -126,12 +133,12 @@ class SpeechDetector:
         whole frame fed, the partial one left to the next utterance."""
         events: list[VadEvent] = []
         if self._current is not None:
-            self._stop(self._frames * self._frame, events)
+            self._stop(self._position, events)
         return events
 
     def _judge(self, loud: bool, events: list[VadEvent]) -> None:
         """Advance the state machine by the frame just counted in `_frames`."""
-        end = self._frames * self._frame
+        end = self._position
         if self._current is None:
             self._run = self._run + 1 if loud else 0
             if self._run >= self._min_frames:
@@ -149,7 +156,7 @@ class SpeechDetector:
 
     def _start(self, sample: int, events: list[VadEvent]) -> None:
         self._current = SpeechStarted(sample, max(self._last_end, sample - self._prefix))
-        self._last_loud_end = self._frames * self._frame
+        self._last_loud_end = self._position
         self._quiet = 0
         events.append(self._current)
 

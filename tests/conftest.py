@@ -100,12 +100,12 @@ class LiveServer:
     """The whole server on a real loopback port, in front of a stand-in upstream: for tools
     that run as their own processes (benchmark.py, test-asr.py)."""
 
-    def __init__(self, standin: StandIn, api_key: str | None = None) -> None:
+    def __init__(self, standin: StandIn, api_key: str | None = None, **settings: Any) -> None:
         self.standin = standin
         self.api_key = api_key
         self._backend = ThreadedServer(standin.app).start()
-        settings = Settings(model=MODEL, backend_url=self._backend.url, api_key=api_key)
-        self._server = ThreadedServer(create_app(settings)).start()
+        config = Settings(model=MODEL, backend_url=self._backend.url, api_key=api_key, **settings)
+        self._server = ThreadedServer(create_app(config)).start()
         self.url = self._server.url
         deadline = time.monotonic() + 10
         while httpx.get(f"{self.url}/health").status_code != 200:

@@ -70,6 +70,11 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    yield from start_engine(tmp_path_factory)
+
+
+def start_engine(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Iterator[Engine]:
+    """server.py --cpu on the tiny model, with `flags` added; stopped with its vLLM after."""
     vllm = ENGINE_VENV / "bin" / "vllm"
     if not vllm.exists():
         pytest.fail(
@@ -103,6 +108,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         "2048",
         "--startup-timeout",
         str(STARTUP_TIMEOUT),
+        *flags,
     ]
     server = ServerProcess(tmp, args, env)
     engine = Engine(server, model_dir)

@@ -32,9 +32,11 @@ def pcm(pattern: list[tuple[float, bool]], rate: int = 24000) -> bytes:
 
 
 @contextmanager
-def serving(standin: StandIn | None = None, api_key: str | None = None) -> Iterator[str]:
+def serving(
+    standin: StandIn | None = None, api_key: str | None = None, **settings: Any
+) -> Iterator[str]:
     """The server in front of a stand-in, both in threads; yields the ws:// base URL."""
-    server = LiveServer(standin or StandIn(MODEL, describe=True), api_key=api_key)
+    server = LiveServer(standin or StandIn(MODEL, describe=True), api_key=api_key, **settings)
     try:
         yield server.url.replace("http://", "ws://")
     finally:
@@ -379,3 +381,48 @@ async def test_speech_longer_than_the_models_window_is_cut_into_utterances() -> 
     assert started[1]["audio_start_ms"] == stopped[0]["audio_end_ms"]
     transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
     assert transcripts[0] == "Heard 30.00 s."
+
+
+async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> None:
+    standin = StandIn(MODEL, realtime=True)
+    with serving(standin, vllm_realtime=True) as url:
+        async with session(url) as ws:
+            await stream(
+                ws, pcm([(0.5, False), (12.0, True), (1.0, False), (2.0, True), (1.0, False)])
+            )
+            events = await until(ws, completed(2))
+    first, second = (e["item_id"] for e in of(events, "input_audio_buffer.speech_started"))
+    mine = [e["type"] for e in events if e.get("item_id") == first]
+    # vLLM answers every 5 s of speech: text arrives while the speaker is still talking
+    assert mine.index(TRANSCRIPTION + "delta") < mine.index("input_audio_buffer.speech_stopped")
+    done = {e["item_id"]: e for e in of(events, TRANSCRIPTION + "completed")}
+    # 0.22-13.0 s (the audio streams on until the pause is recognised, 500 ms of it) in
+    # three segments of vLLM's, cleaned and joined; the chat path is unused
+    assert done[first]["transcript"] == "Heard 5.00 s. Heard 5.00 s. Heard 2.78 s."
+    assert done[second]["transcript"] == "Heard 2.78 s."
+    for item in (first, second):
+        deltas = [e["delta"] for e in of(events, TRANSCRIPTION + "delta") if e["item_id"] == item]
+        assert "".join(deltas) == done[item]["transcript"]
+    assert standin.realtime_segments == pytest.approx([5.0, 5.0, 2.78, 2.78], abs=0.01)
+    assert standin.requests == []
+
+
+@pytest.mark.parametrize("offered", [True, False])
+async def test_vllm_realtime_falls_back_to_chat_where_vllm_cannot_serve(offered: bool) -> None:
+    """vLLM's endpoint takes no language, prompt or context; and it may not be there at all."""
+    standin = StandIn(MODEL, realtime=offered, describe=True)
+    with serving(standin, vllm_realtime=True) as url:
+        async with session(url) as ws:
+            if offered:
+                transcription = {"language": "en"}
+                update = {
+                    "type": "transcription",
+                    "audio": {"input": {"transcription": transcription}},
+                }
+                await send(ws, "session.update", session=update)
+            await stream(ws, pcm(PATTERN[:3]))
+            events = await until(ws, completed(1))
+    [done] = of(events, TRANSCRIPTION + "completed")
+    assert done["transcript"] == ("Hello world." if offered else "Heard 1.93 s.")
+    assert standin.realtime_segments == []
+    assert len(standin.requests) == 1

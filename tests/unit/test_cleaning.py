@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from qwen3_asr_server.cleaning import LogprobFilter, StreamCleaner, clean
+from qwen3_asr_server.cleaning import LogprobFilter, SegmentedCleaner, StreamCleaner, clean
 
 RAW_ANSWERS = [
     ("language English<asr_text>Hello world.", "Hello world.", "English"),
@@ -96,3 +96,44 @@ def test_logprob_filter_keeps_only_the_texts_tokens(tokens: list[str], kept: lis
     one_by_one = LogprobFilter()
     streamed = [e for token in tokens for e in one_by_one.feed(_entries(token))]
     assert [entry["token"] for entry in streamed + one_by_one.finish()] == kept
+
+
+SEGMENTED = [
+    # vLLM's realtime endpoint: one prefix per 5 s segment, the segments run together
+    (
+        "language English<asr_text>Hello world.language English<asr_text>And then.",
+        "Hello world. And then.",
+    ),
+    (
+        "language English<asr_text>One.language None<asr_text>language French<asr_text>Deux.",
+        "One. Deux.",
+    ),
+    ("language None<asr_text>language None<asr_text>", ""),
+    ("language English<asr_text>the language English is fine.", "the language English is fine."),
+    ("language English<asr_text>Hello language", "Hello language"),
+    ("language English<asr_text>Hello.language English<asr_te", "Hello.language English<asr_te"),
+    ("language English<asr_text>你好。language Chinese<asr_text>世界。", "你好。 世界。"),
+    ("Hello.", "Hello."),
+    ("", ""),
+]
+
+
+def _segments(pieces: list[str]) -> str:
+    cleaner = SegmentedCleaner()
+    return "".join(cleaner.feed(piece) for piece in pieces) + cleaner.finish()
+
+
+@pytest.mark.parametrize(("raw", "text"), SEGMENTED)
+def test_segmented_answers_at_every_split(raw: str, text: str) -> None:
+    assert _segments([raw]) == text
+    for i, j in itertools.combinations_with_replacement(range(len(raw) + 1), 2):
+        assert _segments([raw[:i], raw[i:j], raw[j:]]) == text, (raw, i, j)
+
+
+def test_segmented_holds_back_only_what_may_be_a_prefix() -> None:
+    cleaner = SegmentedCleaner()
+    assert cleaner.feed("language English<asr_text>Hello") == "Hello"
+    assert cleaner.feed(" world.lang") == " world."
+    assert cleaner.feed("uage English<asr_text>") == ""
+    assert cleaner.feed("Next") == " Next"
+    assert cleaner.finish() == ""

@@ -157,3 +157,15 @@ def test_free_port_is_bindable() -> None:
     port = launch.free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_vllm_realtime_starts_the_realtime_architecture(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    settings, extra = parse_args(["--model", "m", "--vllm-realtime"])
+    argv = launch.build(settings, 4321, extra).argv
+    assert argv[argv.index("--hf-overrides") + 1] == launch.REALTIME_ARCHITECTURE
+    # the user's own overrides win (they must name the architecture themselves)
+    settings, extra = parse_args(["--model", "m", "--vllm-realtime", "--hf-overrides", "{}"])
+    argv = launch.build(settings, 4321, extra).argv
+    assert argv.count("--hf-overrides") == 1
+    assert argv[argv.index("--hf-overrides") + 1] == "{}"
