@@ -69,6 +69,11 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.realtime_sessions = Gauge(
+            "qwen3_asr_realtime_sessions",
+            "Realtime transcription sessions open now.",
+            registry=self.registry,
+        )
         self.upstream_in_flight = Gauge(
             "qwen3_asr_upstream_in_flight",
             "Requests to vLLM in flight (at most --max-concurrent).",

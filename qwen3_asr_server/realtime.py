@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import binascii
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,12 @@ from .vllm_realtime import LiveUtterance
 
 logger = logging.getLogger(__name__)
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]  # raises ClientGone
+
+
+class ClientGone(Exception):
+    """Events can no longer reach the client: it left, or stopped reading."""
+
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
@@ -289,9 +295,9 @@ class Session:
         )
 
     async def _transcribe_all(self) -> None:
-        while True:
-            utterance = await self._queue.get()
-            await self._transcribe(utterance)
+        with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
+            while True:
+                await self._transcribe(await self._queue.get())
 
     async def _transcribe(self, utterance: _Utterance) -> None:
         settings = self.state.settings
@@ -330,6 +336,10 @@ class Session:
 
     async def _relay(self, live: _Live) -> None:
         """One utterance through vLLM's realtime endpoint, its audio sent as it comes."""
+        with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
+            await self._relay_live(live)
+
+    async def _relay_live(self, live: _Live) -> None:
         settings = self.state.settings
         utterance = LiveUtterance(
             self.state.supervisor.url, self.state.upstream.model, settings.backend_headers

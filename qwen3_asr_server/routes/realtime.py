@@ -19,7 +19,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from ..auth import bearer, check_key
 from ..errors import APIError, response
-from ..realtime import Session
+from ..realtime import ClientGone, Session
 from ..realtime_config import EventError, parse_client_event
 from ..realtime_events import event_error
 from ..shutdown import shutting_down
@@ -50,10 +50,16 @@ async def realtime(websocket: WebSocket) -> None:
 
     async def send(event: dict[str, Any]) -> None:
         async with lock:  # the session's worker and this loop both send
-            await asyncio.wait_for(websocket.send_text(orjson.dumps(event).decode()), SEND_TIMEOUT)
+            try:
+                text = orjson.dumps(event).decode()
+                await asyncio.wait_for(websocket.send_text(text), SEND_TIMEOUT)
+            # RuntimeError: uvicorn closed it meanwhile (a ping unanswered, shutdown)
+            except (TimeoutError, asyncio.TimeoutError, RuntimeError, WebSocketDisconnect) as exc:
+                raise ClientGone from exc
 
     request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
     session = Session(state, send, request_id, beta or BETA_PROTOCOL in offered)
+    state.metrics.realtime_sessions.inc()
     try:
         await session.start()
         while True:
@@ -67,13 +73,15 @@ async def realtime(websocket: WebSocket) -> None:
                 await send(event_error(exc))
                 continue
             await session.handle(event)
-    except (WebSocketDisconnect, TimeoutError, asyncio.TimeoutError):
+    except (WebSocketDisconnect, ClientGone):
         pass  # the client left, or stopped reading
     finally:
         await session.close()
+        state.metrics.realtime_sessions.dec()
         if websocket.client_state == WebSocketState.CONNECTED:
-            with contextlib.suppress(RuntimeError):  # it went away meanwhile
-                await websocket.close()
+            # a client that does not read would hold the close frame (and us) forever
+            with contextlib.suppress(RuntimeError, TimeoutError, asyncio.TimeoutError):
+                await asyncio.wait_for(websocket.close(), SEND_TIMEOUT)
 
 
 def _admit(websocket: WebSocket, offered: list[str]) -> None:

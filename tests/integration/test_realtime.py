@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import socket
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from openai import AsyncOpenAI
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from qwen3_asr_server import realtime
+from qwen3_asr_server.routes import realtime as realtime_route
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures.containers import speech_like
 from tests.fixtures.process import ServerProcess, install_launcher
@@ -204,7 +208,10 @@ async def test_the_beta_protocol_gets_beta_event_names() -> None:
         (json.dumps({"type": "input_audio_buffer.append"}), "missing_required_parameter"),
         (
             json.dumps(
-                {"type": "input_audio_buffer.append", "audio": "A" * (realtime.MAX_BUFFER_SECONDS)}
+                {
+                    "type": "input_audio_buffer.append",
+                    "audio": base64.b64encode(bytes(3200)).decode(),
+                }
             ),
             None,
         ),
@@ -426,3 +433,57 @@ async def test_vllm_realtime_falls_back_to_chat_where_vllm_cannot_serve(offered:
     assert done["transcript"] == ("Hello world." if offered else "Heard 1.93 s.")
     assert standin.realtime_segments == []
     assert len(standin.requests) == 1
+
+
+def _sessions(http_url: str) -> float:
+    for line in httpx.get(f"{http_url}/metrics").text.splitlines():
+        if line.startswith("qwen3_asr_realtime_sessions "):
+            return float(line.split()[1])
+    raise AssertionError("no qwen3_asr_realtime_sessions metric")
+
+
+def _deaf_client(http_url: str) -> socket.socket:
+    """A WebSocket session opened by hand on a socket with a tiny receive buffer, which
+    this test never reads."""
+    host, port = http_url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    key = base64.b64encode(bytes(16)).decode()
+    sock.sendall(
+        f"GET /v1/realtime?intent=transcription HTTP/1.1\r\nHost: {host}\r\n"
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    assert sock.recv(12) == b"HTTP/1.1 101"
+    return sock
+
+
+def test_a_client_that_stops_reading_loses_its_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(realtime_route, "SEND_TIMEOUT", 0.5)
+    payload = b"not json" * 100  # each one earns an error event
+    frame = bytes([0x81, 0x80 | 126]) + len(payload).to_bytes(2, "big") + bytes(4) + payload
+    with serving() as url:
+        http_url = url.replace("ws://", "http://")
+        sock = _deaf_client(http_url)
+        sock.settimeout(0.2)
+        deadline = time.monotonic() + 20
+        while _sessions(http_url) == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        try:
+            while _sessions(http_url) == 1:  # unread events fill the buffers; then the
+                assert time.monotonic() < deadline  # server's send waits SEND_TIMEOUT, and
+                with contextlib.suppress(TimeoutError):  # the session ends
+                    for _ in range(100):
+                        sock.sendall(frame)
+        finally:
+            sock.close()
+        assert _sessions(http_url) == 0
+        asyncio.run(_still_serving(url))
+
+
+async def _still_serving(url: str) -> None:
+    async with session(url) as again:
+        await stream(again, pcm(PATTERN[:3]))
+        await until(again, completed(1))

@@ -43,7 +43,11 @@ def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> No
     assert list(cpu) == ["speech-5s.wav", "speech-30s.mp3"]
     for targets in cpu.values():
         assert set(targets) == {"direct", "proxy"}
-        assert set(targets["proxy"]) == {"proxy", "upstream", "client"}
-        # the proxy's work shows in its own process only when requests go through it
-        assert targets["proxy"]["proxy"] > 0
-        assert targets["direct"]["upstream"] > 0
+        for spent in targets.values():
+            assert set(spent) == {"proxy", "upstream", "client"}
+            assert all(ms >= 0 for ms in spent.values())
+    # decoding 30 s of MP3 (20 times, many clock ticks) shows in whichever process does it:
+    # the upstream when it is sent there directly, the proxy when it goes through the proxy
+    mp3 = cpu["speech-30s.mp3"]
+    assert mp3["direct"]["upstream"] > 0
+    assert mp3["proxy"]["proxy"] > 0
