@@ -1,0 +1,145 @@
+"""Word times from Qwen3-ForcedAligner: the text it is given, and what its answer means.
+
+The aligner hears the audio and reads the transcript with two `<timestamp>` tokens after
+every unit (a word; each Chinese or Japanese character is a unit of its own) and classifies
+each timestamp token into a bin of `segment_time` (80 ms in the released model): unit i starts
+at its first token's bin and ends at its second's. Bins that came out of order are repaired as
+Qwen's own processor does: the longest non-decreasing run is trusted; a gap of one or two
+takes its nearest trusted neighbour, a longer one is spread evenly between its neighbours.
+"""
+
+from __future__ import annotations
+
+import bisect
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TIMESTAMP = "<timestamp>"
+MAX_SECONDS = 180.0  # audio per aligner pass: Qwen's own limit for the 0.6B aligner
+# The languages Qwen3-ForcedAligner-0.6B was trained on (English names, as the model says them)
+LANGUAGES = frozenset(
+    {
+        "Chinese", "English", "Cantonese", "French", "German", "Italian",
+        "Japanese", "Korean", "Portuguese", "Russian", "Spanish",
+    }
+)  # fmt: skip
+# Written without spaces: every character is a unit (Japanese words need a segmenter this
+# server does not ship, so its units are characters too)
+_BY_CHARACTER = frozenset({"Chinese", "Cantonese", "Japanese"})
+_SHORT_GAP = 2  # out-of-order bins in a row that take a neighbour's value, not a line
+
+
+@dataclass(frozen=True)
+class Word:
+    word: str
+    start: float  # seconds
+    end: float
+
+
+def units(text: str, language: str | None) -> list[str]:
+    """The units the aligner times, in order: words of letters, digits and apostrophes
+    (punctuation has no sound), and each CJK character on its own."""
+    found: list[str] = []
+    for chunk in text.split():
+        word = ""
+        for char in chunk:
+            if _is_cjk(char) or (language in _BY_CHARACTER and _is_kana(char)):
+                found += [word] if word else []
+                found.append(char)
+                word = ""
+            elif char == "'" or unicodedata.category(char)[0] in "LN":
+                word += char
+            elif language in _BY_CHARACTER:  # CJK punctuation separates, as a space does
+                found += [word] if word else []
+                word = ""
+        found += [word] if word else []
+    return found
+
+
+def aligner_text(found: Sequence[str]) -> str:
+    """The text part of the aligner's prompt for these units."""
+    return "".join(f"{unit}{TIMESTAMP}{TIMESTAMP}" for unit in found)
+
+
+def best_bins(rows: bytes, shape: tuple[int, int]) -> list[int]:
+    """The most likely bin of each row of the aligner's float16 (little-endian) answer."""
+    scores = np.frombuffer(rows, dtype="<f2").reshape(shape)
+    return [int(bin_) for bin_ in scores.argmax(axis=1)]
+
+
+def repair(bins: Sequence[float]) -> list[float]:
+    """`bins` made non-decreasing: the longest non-decreasing subsequence is kept, the rest
+    is filled from it (see the module)."""
+    trusted = _longest_non_decreasing(bins)
+    fixed = [float(value) for value in bins]
+    index = 0
+    while index < len(fixed):
+        if trusted[index]:
+            index += 1
+            continue
+        end = index
+        while end < len(fixed) and not trusted[end]:
+            end += 1
+        left = fixed[index - 1] if index > 0 else None
+        right = fixed[end] if end < len(fixed) else None
+        for k in range(index, end):
+            fixed[k] = _fill(left, right, k - index, end - index)
+        index = end
+    return fixed
+
+
+def words(
+    found: Sequence[str], bins: Sequence[float], segment_time: float, offset: float = 0.0
+) -> list[Word]:
+    """Each unit with its times in seconds, `offset` added (where this pass's audio began)."""
+    if len(bins) != 2 * len(found):
+        raise ValueError(f"{len(found)} units need {2 * len(found)} bins, got {len(bins)}")
+    times = [offset + value * segment_time for value in repair(bins)]
+    return [
+        Word(unit, round(times[2 * i], 3), round(times[2 * i + 1], 3))
+        for i, unit in enumerate(found)
+    ]
+
+
+def _fill(left: float | None, right: float | None, position: int, length: int) -> float:
+    """The value for the `position`-th of `length` untrusted bins between two trusted ones."""
+    if left is None:  # the first values are out of order: they take the first kept one
+        return right if right is not None else 0.0
+    if right is None:
+        return left
+    if length <= _SHORT_GAP:
+        return left if position + 1 <= length - position else right
+    return left + (right - left) * (position + 1) / (length + 1)
+
+
+def _longest_non_decreasing(values: Sequence[float]) -> list[bool]:
+    """Which values belong to a longest non-decreasing subsequence (patience sorting, so an
+    hour of words costs milliseconds)."""
+    tails: list[float] = []  # the smallest last value of a run of each length
+    ends: list[int] = []  # the index of that value
+    parent = [-1] * len(values)
+    for index, value in enumerate(values):
+        length = bisect.bisect_right(tails, value)
+        parent[index] = ends[length - 1] if length else -1
+        if length == len(tails):
+            tails.append(value)
+            ends.append(index)
+        else:
+            tails[length], ends[length] = value, index
+    kept = [False] * len(values)
+    index = ends[-1] if ends else -1
+    while index != -1:
+        kept[index] = True
+        index = parent[index]
+    return kept
+
+
+def _is_cjk(char: str) -> bool:
+    return unicodedata.name(char, "").startswith(("CJK UNIFIED", "CJK COMPATIBILITY IDEOGRAPH"))
+
+
+def _is_kana(char: str) -> bool:
+    return unicodedata.name(char, "").startswith(("HIRAGANA", "KATAKANA"))
