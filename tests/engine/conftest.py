@@ -68,6 +68,20 @@ class Engine:
         raise AssertionError(f"/health never answered {status}:\n{self.server.output()[-5000:]}")
 
 
+def engine_environment(vllm: Path, scratch: Path) -> dict[str, str]:
+    """What vLLM runs with in the tests: our engine first on PATH, no network, and its
+    caches and temp files in `scratch`, out of /tmp and ~/.cache."""
+    return {
+        "PATH": f"{vllm.parent}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "TMPDIR": str(scratch),
+        "VLLM_CACHE_ROOT": str(scratch / "vllm"),
+        "XDG_CACHE_HOME": str(scratch / "cache"),
+        "HF_HOME": str(scratch / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+    }
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     yield from start_engine(tmp_path_factory)
@@ -86,16 +100,7 @@ def start_engine(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Itera
     model_dir = write_tiny_model(tmp / "tiny-qwen3-asr")
     scratch = tmp / "scratch"
     scratch.mkdir()
-    env = {
-        "PATH": f"{vllm.parent}{os.pathsep}/usr/bin{os.pathsep}/bin",
-        # vLLM writes caches and temp files; keep them out of /tmp and ~/.cache
-        "TMPDIR": str(scratch),
-        "VLLM_CACHE_ROOT": str(scratch / "vllm"),
-        "XDG_CACHE_HOME": str(scratch / "cache"),
-        "HF_HOME": str(scratch / "hf"),
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-    }
+    env = engine_environment(vllm, scratch)
     args = [
         "--cpu",
         "--model",

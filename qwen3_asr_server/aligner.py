@@ -1,0 +1,92 @@
+"""The client of the aligner's vLLM: Qwen3-ForcedAligner served as a pooling model.
+
+One POST /pooling per piece of audio (at most alignment.MAX_SECONDS): the audio as a chat
+`input_audio` part, the transcript's units with their `<timestamp>` tokens as a text part. vLLM
+answers one row of bin scores per `<timestamp>` token; asked for its bytes encoding it sends
+them as float16, about a third of the JSON's size, described by a `metadata` header.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import httpx
+import orjson
+
+from . import alignment
+from .alignment import Word
+from .errors import APIError, unavailable
+
+POOLING_PATH = "/pooling"
+
+
+class Aligner:
+    """Word times for a piece of audio and its transcript."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        segment_time: float,
+        headers: dict[str, str] | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        self.model = model
+        self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
+        self._client = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout)
+
+    async def align(
+        self, wav: bytes, text: str, language: str | None, offset: float = 0.0
+    ) -> list[Word]:
+        """The units of `text` with their times in the recording (`offset`: where `wav`
+        begins in it); no request for a text with no word in it."""
+        units = alignment.units(text, language)
+        if not units:
+            return []
+        audio = {"data": base64.b64encode(wav).decode(), "format": "wav"}
+        content = [
+            {"type": "input_audio", "input_audio": audio},
+            {"type": "text", "text": alignment.aligner_text(units)},
+        ]
+        body = {
+            "model": self.model,
+            "task": "token_classify",
+            "encoding_format": "bytes",
+            "embed_dtype": "float16",
+            "endianness": "little",
+            "messages": [{"role": "user", "content": content}],
+        }
+        try:
+            response = await self._client.post(POOLING_PATH, content=orjson.dumps(body))
+        except httpx.TimeoutException as exc:
+            raise APIError(
+                504, "The aligner did not answer in time.", code="backend_timeout"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise unavailable("The aligner is not reachable; retry shortly.") from exc
+        if response.status_code >= 400:
+            raise _failed(f"HTTP {response.status_code}: {response.text[:300]}")
+        bins = _bins(response)
+        if len(bins) != 2 * len(units):
+            raise _failed(f"{len(bins)} rows for {2 * len(units)} timestamps")
+        return alignment.words(units, bins, self.segment_time, offset)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _bins(response: httpx.Response) -> list[int]:
+    """The best bin of every row of vLLM's bytes answer, found through its `metadata`."""
+    try:
+        metadata: dict[str, Any] = orjson.loads(response.headers["metadata"])
+        item = metadata["data"][0]
+        rows, classes = (int(size) for size in item["shape"])
+        data = response.content[int(item["start"]) : int(item["end"])]
+        return alignment.best_bins(data, (rows, classes))
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise _failed(f"an answer that is not vLLM's bytes encoding ({exc!r})") from exc
+
+
+def _failed(reason: str) -> APIError:
+    return APIError(502, f"The aligner failed: {reason}.", code="backend_error")
