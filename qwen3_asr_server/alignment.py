@@ -19,6 +19,7 @@ import numpy as np
 
 TIMESTAMP = "<timestamp>"
 MAX_SECONDS = 180.0  # audio per aligner pass: Qwen's own limit for the 0.6B aligner
+SEGMENT_TIME = 0.08  # seconds per bin: the released checkpoint's timestamp_segment_time
 # The languages Qwen3-ForcedAligner-0.6B was trained on (English names, as the model says them)
 LANGUAGES = frozenset(
     {
@@ -26,6 +27,17 @@ LANGUAGES = frozenset(
         "Japanese", "Korean", "Portuguese", "Russian", "Spanish",
     }
 )  # fmt: skip
+# The aligner's prompt is exactly the audio, then "word<timestamp><timestamp>...", with no chat
+# roles; vLLM must be given this as --chat-template, since the checkpoint's own (ChatML) one
+# would wrap the prompt silently.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if message['content'] is string -%}{{ message['content'] }}"
+    "{%- else -%}{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'text' -%}{{ part['text'] }}"
+    "{%- elif 'audio' in part['type'] -%}<|audio_start|><|audio_pad|><|audio_end|>"
+    "{%- endif -%}{%- endfor -%}{%- endif -%}{%- endfor -%}"
+)
 # Written without spaces: every character is a unit (Japanese words need a segmenter this
 # server does not ship, so its units are characters too)
 _BY_CHARACTER = frozenset({"Chinese", "Cantonese", "Japanese"})

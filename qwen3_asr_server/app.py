@@ -8,8 +8,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from . import __version__, errors
+from . import __version__, alignment, errors
 from .access_log import AccessLogMiddleware
+from .aligner import Aligner
 from .catalog import Catalog
 from .disconnect import CancelOnDisconnect
 from .limits import MIB, BodyLimit, body_caps
@@ -29,6 +30,17 @@ def _log_fatal(message: str) -> None:
     logger.error("vLLM backend failed: %s", message)
 
 
+def _aligner(settings: Settings) -> Aligner | None:
+    if settings.aligner_url is None:
+        return None
+    return Aligner(
+        settings.aligner_url,
+        settings.aligner_model,
+        alignment.SEGMENT_TIME,
+        timeout=settings.request_timeout,
+    )
+
+
 def create_app(
     settings: Settings,
     vllm_args: Sequence[str] = (),
@@ -46,6 +58,7 @@ def create_app(
         upstream=upstream,
         upload_limit=int(settings.max_upload_mb * MIB),
         drain=Drain(upstream, settings.shutdown_timeout),
+        aligner=_aligner(settings),
     )
 
     @asynccontextmanager
@@ -55,6 +68,8 @@ def create_app(
             yield
         finally:
             await upstream.aclose()
+            if state.aligner is not None:
+                await state.aligner.aclose()
             await supervisor.stop()
 
     app = FastAPI(title="qwen3-asr-server", version=__version__, lifespan=lifespan)

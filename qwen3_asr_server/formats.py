@@ -44,18 +44,32 @@ def _segment(index: int, segment: Segment, temperature: float) -> dict[str, Any]
     }
 
 
-def verbose(transcript: Transcript, *, task: str, temperature: float) -> dict[str, Any]:
-    return {
+def verbose(
+    transcript: Transcript,
+    *,
+    task: str,
+    temperature: float,
+    granularities: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """OpenAI's verbose_json: `segments` unless only words were asked for, `words` if they
+    were."""
+    body: dict[str, Any] = {
         "task": task,
         "language": (transcript.language or "unknown").lower(),
         "duration": round(transcript.duration, 3),
         "text": transcript.text,
-        "segments": [
+    }
+    if granularities != {"word"}:
+        body["segments"] = [
             _segment(index, segment, temperature)
             for index, segment in enumerate(transcript.segments)
-        ],
-        "usage": duration_usage(transcript.duration),
-    }
+        ]
+    if transcript.words is not None:
+        body["words"] = [
+            {"word": word.word, "start": word.start, "end": word.end} for word in transcript.words
+        ]
+    body["usage"] = duration_usage(transcript.duration)
+    return body
 
 
 def render(
@@ -66,6 +80,7 @@ def render(
     temperature: float,
     logprobs: bool = False,
     note: str | None = None,
+    granularities: frozenset[str] = frozenset(),
 ) -> Response:
     if response_format in ("srt", "vtt"):
         cues = [subtitles.Cue(s.start, s.end, s.text) for s in transcript.segments]
@@ -74,7 +89,7 @@ def render(
     if response_format == "text":
         return PlainTextResponse(transcript.text + "\n", media_type=CONTENT_TYPES["text"])
     if response_format == "verbose_json":
-        body = verbose(transcript, task=task, temperature=temperature)
+        body = verbose(transcript, task=task, temperature=temperature, granularities=granularities)
     else:
         body = {"text": transcript.text, "usage": duration_usage(transcript.duration)}
         if logprobs:

@@ -29,6 +29,7 @@ class AudioRequest:
     temperature: float
     stream: bool
     logprobs: bool  # include[]=logprobs
+    granularities: frozenset[str]  # timestamp_granularities[]: word, segment (none: segment)
 
 
 def _text(form: FormData, name: str) -> str | None:
@@ -120,20 +121,20 @@ def _logprobs(form: FormData, response_format: str) -> bool:
     return bool(values)
 
 
-def _check_granularities(form: FormData) -> None:
-    for value in _texts(form, "timestamp_granularities[]", "timestamp_granularities"):
-        if value not in GRANULARITIES:
-            raise invalid(
-                f"Invalid timestamp granularity {value!r}: use word or segment.",
-                "timestamp_granularities",
-            )
-        if value == "word":
-            raise invalid(
-                "Word timestamps are not available on this server yet; "
-                "timestamp_granularities[]=segment is.",
-                "timestamp_granularities",
-                code="unsupported_value",
-            )
+def _granularities(form: FormData, response_format: str) -> frozenset[str]:
+    values = frozenset(_texts(form, "timestamp_granularities[]", "timestamp_granularities"))
+    for value in values - set(GRANULARITIES):
+        raise invalid(
+            f"Invalid timestamp granularity {value!r}: use word or segment.",
+            "timestamp_granularities",
+        )
+    if "word" in values and response_format != "verbose_json":
+        raise invalid(
+            f"Word timestamps come with response_format=verbose_json, not {response_format!r}.",
+            "timestamp_granularities",
+            code="unsupported_value",
+        )
+    return values
 
 
 def _language(form: FormData) -> Language | None:
@@ -151,7 +152,7 @@ def parse(form: FormData, *, translation: bool) -> AudioRequest:
     upload = _upload(form)
     response_format = _response_format(form)
     stream = _stream(form, response_format, translation=translation)
-    _check_granularities(form)
+    granularities = _granularities(form, response_format)
     return AudioRequest(
         upload=upload,
         model=_text(form, "model"),
@@ -161,4 +162,5 @@ def parse(form: FormData, *, translation: bool) -> AudioRequest:
         temperature=_temperature(form),
         stream=stream,
         logprobs=_logprobs(form, response_format),
+        granularities=granularities,
     )

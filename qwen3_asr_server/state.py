@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Request
 
 if TYPE_CHECKING:
+    from .aligner import Aligner
     from .catalog import Catalog
     from .metrics import Metrics
     from .settings import Settings
@@ -26,6 +27,7 @@ class AppState:
     upstream: Upstream
     upload_limit: int  # bytes
     drain: Drain
+    aligner: Aligner | None = None  # word timestamps (--aligner-url)
     decoding: asyncio.Semaphore = field(init=False)  # uploads being decoded (CPU-bound)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import prompt, segmentation
+from .aligner import Aligner
+from .alignment import Word
 from .audio import RATE, Audio
 from .cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
 from .errors import APIError
@@ -37,6 +39,7 @@ class Options:
     logprobs: bool  # the text tokens' log-probabilities are wanted (include[]=logprobs)
     window: float  # seconds the model takes at once
     concurrency: int  # pieces of this request in flight upstream
+    aligner: Aligner | None = None  # set when word timestamps are wanted
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Transcript:
     logprobs: list[dict[str, Any]]
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    words: list[Word] | None = None  # when word timestamps were wanted
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,12 @@ async def transcribe(
     forced = options.language.name if options.language else None
     language = forced or next((piece.language for piece in pieces if piece.language), None)
     separator = joiner(language)
+    words = None
+    if options.aligner is not None:
+        aligned = await _all(
+            _align(options.aligner, audio, piece.segment, language, slots) for piece in pieces
+        )
+        words = [word for piece_words in aligned for word in piece_words]
     return Transcript(
         text=separator.join(piece.segment.text for piece in pieces),
         language=language,
@@ -117,7 +127,21 @@ async def transcribe(
         logprobs=[entry for piece in pieces for entry in piece.segment.logprobs],
         prompt_tokens=sum(piece.prompt_tokens for piece in pieces),
         completion_tokens=sum(piece.completion_tokens for piece in pieces),
+        words=words,
     )
+
+
+async def _align(
+    aligner: Aligner,
+    audio: Audio,
+    segment: Segment,
+    language: str | None,
+    slots: asyncio.Semaphore,
+) -> list[Word]:
+    """The words of one piece (at most the model's window, so within the aligner's limit)."""
+    start, end = round(segment.start * RATE), round(segment.end * RATE)
+    async with slots:
+        return await aligner.align(audio.wav(start, end), segment.text, language, segment.start)
 
 
 async def _transcribe_span(

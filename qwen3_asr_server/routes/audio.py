@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from .. import access_log, audio, formats, forms, limits
+from .. import access_log, alignment, audio, formats, forms, limits
 from ..auth import require_api_key
 from ..errors import invalid
 from ..state import AppState, State
@@ -43,6 +43,14 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     async with request.form(max_files=1, max_fields=32) as form:
         options = forms.parse(form, translation=translation)
         state.catalog.resolve(options.model)
+        if "word" in options.granularities and state.aligner is None:
+            raise invalid(
+                "Word timestamps need Qwen3-ForcedAligner, which this server was not started "
+                "with: start it with --aligner-url pointing at a vLLM that serves the aligner. "
+                "timestamp_granularities[]=segment works without it.",
+                "timestamp_granularities",
+                code="unsupported_value",
+            )
         limits.check_upload(options.upload, state.upload_limit)
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
@@ -56,14 +64,19 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
                     audio.decode, options.upload.file, settings.max_audio_seconds
                 )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
+    words = "word" in options.granularities
     work = Options(
         language=options.language,
         context=options.prompt,
         temperature=options.temperature,
         timed=options.response_format in forms.TIMED_FORMATS,
         logprobs=options.logprobs,
-        window=settings.segment_seconds,
+        # a piece is aligned in one pass: it must fit the aligner's window too
+        window=min(settings.segment_seconds, alignment.MAX_SECONDS)
+        if words
+        else settings.segment_seconds,
         concurrency=settings.segment_concurrency,
+        aligner=state.aligner if words else None,
     )
     if options.stream:
         stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
@@ -89,6 +102,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         temperature=options.temperature,
         logprobs=options.logprobs,
         note=note,
+        granularities=options.granularities,
     )
 
 

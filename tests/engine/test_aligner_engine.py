@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from qwen3_asr_server.alignment import CHAT_TEMPLATE
 from qwen3_asr_server.launch import cpu_kv_cache_bytes, free_port
 from tests.engine.conftest import ENGINE_VENV, STARTUP_TIMEOUT, engine_environment
 from tests.fixtures.audio import wav
 from tests.fixtures.tiny_aligner import (
     BIN_STEP,
-    CHAT_TEMPLATE,
     CLASSIFY_NUM,
     SEGMENT_TIME,
     TIMESTAMP,

@@ -145,8 +145,13 @@ def _error(response_json: dict) -> dict:
             {"file": ("a.wav", SPEECH)},
             "timestamp_granularities",
         ),
-        (
+        (  # no aligner here
             {"timestamp_granularities[]": "word", "response_format": "verbose_json"},
+            {"file": ("a.wav", SPEECH)},
+            "timestamp_granularities",
+        ),
+        (
+            {"timestamp_granularities[]": "word", "response_format": "json"},
             {"file": ("a.wav", SPEECH)},
             "timestamp_granularities",
         ),

@@ -1,0 +1,133 @@
+"""timestamp_granularities[]=word: transcripts aligned by the aligner's vLLM (a stand-in of it
+here, which spreads each piece's words evenly over the piece: every time can be computed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from qwen3_asr_server.launch import free_port
+from tests.conftest import MODEL, Harness, app_before
+from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner, expected_bins
+
+ALIGNER = "qwen3-forced-aligner"
+WORD_AND_SEGMENT = {
+    "response_format": "verbose_json",
+    "timestamp_granularities[]": ["word", "segment"],
+}
+
+
+@pytest.fixture
+def aligner() -> Iterator[tuple[StandInAligner, str]]:
+    fake = StandInAligner(ALIGNER)
+    server = ThreadedServer(fake.app).start()
+    yield fake, server.url
+    server.stop()
+
+
+@pytest.fixture
+async def aligned(aligner: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
+    async with app_before(
+        StandIn(MODEL, describe=True), aligner_url=aligner[1], aligner_model=ALIGNER
+    ) as harness:
+        yield harness
+
+
+def _words_of(start: float, seconds: float, units: list[str]) -> list[dict[str, Any]]:
+    """What the stand-in aligner says for a piece: its units spread evenly over it."""
+    bins = expected_bins(seconds, len(units))
+    times = [round(start + b * SEGMENT_TIME, 3) for b in bins]
+    return [
+        {"word": unit, "start": times[2 * i], "end": times[2 * i + 1]}
+        for i, unit in enumerate(units)
+    ]
+
+
+async def test_words_are_timed_by_the_aligner_within_each_segment(
+    aligned: Harness, aligner: tuple[StandInAligner, str]
+) -> None:
+    # 63 s in three phrases: cut at the pauses into segments of at most 30 s, each aligned in
+    # a pass of its own
+    pattern = [(0.5, False), (20.0, True), (2.0, False), (20.0, True), (2.0, False), (18.0, True)]
+    clip = encode(speech_like(pattern), 16000, "wav")
+    response = await aligned.http.post(
+        "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    segments = body["segments"]
+    assert len(segments) == 3
+    sent = aligner[0].requests  # one per segment, in any order
+    assert len(sent) == 3
+    expected = []
+    for segment in segments:  # "Heard 20.45 s." has the units Heard, 2045 and s
+        units = segment["text"].replace(".", "").split()
+        [request] = [
+            r for r in sent if r["text"].startswith(f"Heard<timestamp><timestamp>{units[1]}")
+        ]
+        assert request["seconds"] == pytest.approx(segment["end"] - segment["start"], abs=0.01)
+        expected += _words_of(segment["start"], request["seconds"], units)
+    assert body["words"] == expected
+
+
+async def test_only_words_leaves_the_segments_out(aligned: Harness) -> None:
+    data = {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
+    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    response = await aligned.http.post(
+        "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=data
+    )
+    body = response.json()
+    assert "segments" not in body
+    assert [w["word"] for w in body["words"]] == ["Heard", "200", "s"]
+
+
+async def test_the_sdk_gets_words_and_segments(aligned: Harness) -> None:
+    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    result = await aligned.sdk.audio.transcriptions.create(
+        model="whisper-1",
+        file=("a.wav", clip),
+        response_format="verbose_json",
+        timestamp_granularities=["word", "segment"],
+    )
+    assert result.words is not None
+    assert result.segments is not None
+    assert [w.word for w in result.words] == ["Heard", "200", "s"]
+    assert result.words[0].start == result.segments[0].start
+    assert result.words[-1].end == pytest.approx(result.segments[0].end, abs=SEGMENT_TIME)
+
+
+async def test_an_aligner_that_is_down_is_a_503() -> None:
+    async with app_before(
+        StandIn(MODEL), aligner_url=f"http://127.0.0.1:{free_port()}", aligner_model=ALIGNER
+    ) as harness:
+        clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+        response = await harness.http.post(
+            "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
+        )
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "backend_unavailable"
+        # segments alone do not need it
+        response = await harness.http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("a.wav", clip)},
+            data={"response_format": "verbose_json"},
+        )
+        assert response.status_code == 200
+
+
+async def test_without_an_aligner_word_timestamps_are_a_400_that_says_how(
+    harness: Harness,
+) -> None:
+    clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+    response = await harness.http.post(
+        "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == "timestamp_granularities"
+    assert "--aligner-url" in error["message"]
