@@ -34,6 +34,8 @@ class Aligner:
     ) -> None:
         self.model = model
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
+        # the body is written with orjson, so httpx does not know it is JSON; vLLM insists
+        headers = {"Content-Type": "application/json", **(headers or {})}
         self._client = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout)
 
     async def align(

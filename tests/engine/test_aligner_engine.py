@@ -27,7 +27,13 @@ from tokenizers import Tokenizer
 
 from qwen3_asr_server.alignment import CHAT_TEMPLATE
 from qwen3_asr_server.launch import cpu_kv_cache_bytes, free_port
-from tests.engine.conftest import ENGINE_VENV, STARTUP_TIMEOUT, engine_environment
+from tests.engine.conftest import (
+    ENGINE_VENV,
+    STARTUP_TIMEOUT,
+    Engine,
+    engine_environment,
+    start_engine,
+)
 from tests.fixtures.audio import wav
 from tests.fixtures.tiny_aligner import (
     BIN_STEP,
@@ -38,7 +44,7 @@ from tests.fixtures.tiny_aligner import (
     expected_bins,
     write_tiny_aligner,
 )
-from tests.fixtures.tiny_model import AUDIO_END, AUDIO_PAD, AUDIO_START
+from tests.fixtures.tiny_model import AUDIO_END, AUDIO_PAD, AUDIO_START, EXPECTED_TEXT
 
 pytestmark = pytest.mark.engine
 
@@ -165,3 +171,35 @@ def test_prompt_is_audio_then_words_without_roles(aligner: Aligner) -> None:
     assert tokens.count(TIMESTAMP_TOKEN_ID) == 2 * len(WORDS)
     usage = json.loads(aligner.pooling(encoding_format="bytes").headers["metadata"])["usage"]
     assert usage["prompt_tokens"] == len(tokens)
+
+
+@pytest.fixture(scope="module")
+def engine_with_aligner(
+    tmp_path_factory: pytest.TempPathFactory, aligner: Aligner
+) -> Iterator[Engine]:
+    yield from start_engine(
+        tmp_path_factory, "--aligner-url", aligner.url, "--aligner-model", MODEL
+    )
+
+
+def test_word_timestamps_through_the_server(engine_with_aligner: Engine) -> None:
+    """server.py --cpu --aligner-url: the tiny ASR model says "Hello world." for any audio,
+    the tiny aligner puts the k-th timestamp in bin 5k (80 ms each)."""
+    with engine_with_aligner.http() as http:
+        response = http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("a.wav", CLIP)},
+            data={
+                "response_format": "verbose_json",
+                "timestamp_granularities[]": ["word", "segment"],
+            },
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["text"] == EXPECTED_TEXT
+    [segment] = body["segments"]
+    start = segment["start"]
+    assert body["words"] == [
+        {"word": "Hello", "start": pytest.approx(start + 0.4), "end": pytest.approx(start + 0.8)},
+        {"word": "world", "start": pytest.approx(start + 1.2), "end": pytest.approx(start + 1.6)},
+    ]
