@@ -27,12 +27,11 @@ class Aligner:
     def __init__(
         self,
         base_url: str,
-        model: str,
         segment_time: float,
         headers: dict[str, str] | None = None,
         timeout: float = 600.0,
     ) -> None:
-        self.model = model
+        self.model: str | None = None  # what the aligner serves, asked once (GET /v1/models)
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         # the body is written with orjson, so httpx does not know it is JSON; vLLM insists
         headers = {"Content-Type": "application/json", **(headers or {})}
@@ -52,7 +51,7 @@ class Aligner:
             {"type": "text", "text": alignment.aligner_text(units)},
         ]
         body = {
-            "model": self.model,
+            "model": self.model or await self._served_model(),
             "task": "token_classify",
             "encoding_format": "bytes",
             "embed_dtype": "float16",
@@ -76,6 +75,17 @@ class Aligner:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    async def _served_model(self) -> str:
+        """The one model the aligner's vLLM serves: no setting to keep in step with it."""
+        try:
+            response = await self._client.get("/v1/models")
+            self.model = str(response.json()["data"][0]["id"])
+        except httpx.TransportError as exc:
+            raise unavailable("The aligner is not reachable; retry shortly.") from exc
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise _failed(f"no model listed at /v1/models ({exc!r})") from exc
+        return self.model
 
 
 def _bins(response: httpx.Response) -> list[int]:

@@ -33,12 +33,7 @@ def _log_fatal(message: str) -> None:
 def _aligner(settings: Settings) -> Aligner | None:
     if settings.aligner_url is None:
         return None
-    return Aligner(
-        settings.aligner_url,
-        settings.aligner_model,
-        alignment.SEGMENT_TIME,
-        timeout=settings.request_timeout,
-    )
+    return Aligner(settings.aligner_url, alignment.SEGMENT_TIME, timeout=settings.request_timeout)
 
 
 def create_app(

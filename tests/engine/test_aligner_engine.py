@@ -177,9 +177,7 @@ def test_prompt_is_audio_then_words_without_roles(aligner: Aligner) -> None:
 def engine_with_aligner(
     tmp_path_factory: pytest.TempPathFactory, aligner: Aligner
 ) -> Iterator[Engine]:
-    yield from start_engine(
-        tmp_path_factory, "--aligner-url", aligner.url, "--aligner-model", MODEL
-    )
+    yield from start_engine(tmp_path_factory, "--aligner-url", aligner.url)
 
 
 def test_word_timestamps_through_the_server(engine_with_aligner: Engine) -> None:

@@ -27,7 +27,7 @@ async def test_words_come_from_the_rows_of_vllms_bytes_answer(
     standin: tuple[StandInAligner, str],
 ) -> None:
     fake, url = standin
-    aligner = Aligner(url, fake.model, SEGMENT_TIME)
+    aligner = Aligner(url, SEGMENT_TIME)
     try:
         found = await aligner.align(wav(2.0), "Hello, big world.", "English", offset=10.0)
     finally:
@@ -39,6 +39,7 @@ async def test_words_come_from_the_rows_of_vllms_bytes_answer(
         Word("world", 11.36, 12.0),
     ]
     [request] = fake.requests
+    assert request["model"] == fake.model  # asked of the aligner: GET /v1/models
     assert (
         request["text"]
         == "Hello<timestamp><timestamp>big<timestamp><timestamp>world<timestamp><timestamp>"
@@ -49,7 +50,7 @@ async def test_words_come_from_the_rows_of_vllms_bytes_answer(
 
 async def test_a_text_without_words_asks_nothing(standin: tuple[StandInAligner, str]) -> None:
     fake, url = standin
-    aligner = Aligner(url, fake.model, SEGMENT_TIME)
+    aligner = Aligner(url, SEGMENT_TIME)
     try:
         assert await aligner.align(wav(1.0), " ... ", "English") == []
     finally:
@@ -60,7 +61,7 @@ async def test_a_text_without_words_asks_nothing(standin: tuple[StandInAligner, 
 async def test_a_wrong_answer_is_a_502_and_no_answer_a_503() -> None:
     fake = StandInAligner(rows_off_by=1)
     server = ThreadedServer(fake.app).start()
-    aligner = Aligner(server.url, fake.model, SEGMENT_TIME)
+    aligner = Aligner(server.url, SEGMENT_TIME)
     try:
         with pytest.raises(APIError) as wrong:
             await aligner.align(wav(1.0), "Hello world", "English")
@@ -69,7 +70,7 @@ async def test_a_wrong_answer_is_a_502_and_no_answer_a_503() -> None:
     finally:
         await aligner.aclose()
         server.stop()
-    gone = Aligner(f"http://127.0.0.1:{free_port()}", fake.model, SEGMENT_TIME)
+    gone = Aligner(f"http://127.0.0.1:{free_port()}", SEGMENT_TIME)
     try:
         with pytest.raises(APIError) as refused:
             await gone.align(wav(1.0), "Hello", "English")

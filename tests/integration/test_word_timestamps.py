@@ -32,9 +32,7 @@ def aligner() -> Iterator[tuple[StandInAligner, str]]:
 
 @pytest.fixture
 async def aligned(aligner: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
-    async with app_before(
-        StandIn(MODEL, describe=True), aligner_url=aligner[1], aligner_model=ALIGNER
-    ) as harness:
+    async with app_before(StandIn(MODEL, describe=True), aligner_url=aligner[1]) as harness:
         yield harness
 
 
@@ -102,9 +100,7 @@ async def test_the_sdk_gets_words_and_segments(aligned: Harness) -> None:
 
 
 async def test_an_aligner_that_is_down_is_a_503() -> None:
-    async with app_before(
-        StandIn(MODEL), aligner_url=f"http://127.0.0.1:{free_port()}", aligner_model=ALIGNER
-    ) as harness:
+    async with app_before(StandIn(MODEL), aligner_url=f"http://127.0.0.1:{free_port()}") as harness:
         clip = encode(speech_like([(1.0, True)]), 16000, "wav")
         response = await harness.http.post(
             "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
