@@ -51,6 +51,8 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
                 "timestamp_granularities",
                 code="unsupported_value",
             )
+        if "word" in options.granularities and options.language is not None:
+            _check_alignable(options.language.name)
         limits.check_upload(options.upload, state.upload_limit)
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
@@ -104,6 +106,17 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         note=note,
         granularities=options.granularities,
     )
+
+
+def _check_alignable(language: str) -> None:
+    if language not in alignment.LANGUAGES:
+        raise invalid(
+            f"Word timestamps are not available for {language}: Qwen3-ForcedAligner knows "
+            f"{', '.join(sorted(alignment.LANGUAGES))}. timestamp_granularities[]=segment "
+            "works for every language.",
+            "timestamp_granularities",
+            code="unsupported_language",
+        )
 
 
 async def _counted(

@@ -127,3 +127,24 @@ async def test_without_an_aligner_word_timestamps_are_a_400_that_says_how(
     error = response.json()["error"]
     assert error["param"] == "timestamp_granularities"
     assert "--aligner-url" in error["message"]
+
+
+async def test_a_forced_language_the_aligner_does_not_know_is_a_400(aligned: Harness) -> None:
+    clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+    response = await aligned.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("a.wav", clip)},
+        data={**WORD_AND_SEGMENT, "language": "nl"},
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["param"], error["code"]) == ("timestamp_granularities", "unsupported_language")
+    assert "Dutch" in error["message"]
+    assert "English" in error["message"]
+    response = await aligned.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("a.wav", clip)},
+        data={**WORD_AND_SEGMENT, "language": "fr"},
+    )
+    assert response.status_code == 200
+    assert response.json()["words"]
