@@ -26,6 +26,7 @@ import httpx
 import numpy as np
 import pytest
 
+from qwen3_asr_server.admission import DEFAULT_LIMIT
 from tests.fixtures.audio import wav
 from tests.fixtures.process import REPO, ServerProcess, memory
 
@@ -46,7 +47,6 @@ PIECES_HELD = 8  # pieces of one upload sent upstream or waiting for a slot (--s
 # figure: measured +954 to +1001 MiB, of which 768 MiB is the decoded audio (24 MiB each); the
 # pieces' request bodies (1.25 MiB of base64 each) exist only for the 64 with a slot.
 FLOOD_BOUND = 1280 * MIB
-HTTPX_KEEPALIVE = 20  # idle connections httpx keeps open to the backend (its default)
 _LISTEN = "0A"  # TCP state in /proc/net/tcp
 
 # The stand-in vLLM, but every chat answer waits, its request read whole, until the file
@@ -240,8 +240,9 @@ def test_a_flood_of_full_size_uploads_stays_in_bounded_memory(tmp_path: Path) ->
         assert server.files() == files
         connections = server.connections()
         assert not connections["clients"]
-        # The backend's client keeps some idle connections; the supervisor's probe has one
-        assert connections["backend"] <= HTTPX_KEEPALIVE + 1
+        # The backend's client keeps at most one idle connection per admission slot (64 here);
+        # the supervisor's probe has one
+        assert connections["backend"] <= DEFAULT_LIMIT + 1
         assert server.transcribes()
 
 
