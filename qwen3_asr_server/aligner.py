@@ -65,7 +65,7 @@ class Aligner:
                 504, "The aligner did not answer in time.", code="backend_timeout"
             ) from exc
         except httpx.TransportError as exc:
-            raise unavailable("The aligner is not reachable; retry shortly.") from exc
+            raise _unreachable() from exc
         if response.status_code >= 400:
             raise _failed(f"HTTP {response.status_code}: {response.text[:300]}")
         bins = _bins(response)
@@ -82,7 +82,7 @@ class Aligner:
             response = await self._client.get("/v1/models")
             self.model = str(response.json()["data"][0]["id"])
         except httpx.TransportError as exc:
-            raise unavailable("The aligner is not reachable; retry shortly.") from exc
+            raise _unreachable() from exc
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise _failed(f"no model listed at /v1/models ({exc!r})") from exc
         return self.model
@@ -98,6 +98,10 @@ def _bins(response: httpx.Response) -> list[int]:
         return alignment.best_bins(data, (rows, classes))
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise _failed(f"an answer that is not vLLM's bytes encoding ({exc!r})") from exc
+
+
+def _unreachable() -> APIError:
+    return unavailable("The aligner is not reachable; retry shortly.")
 
 
 def _failed(reason: str) -> APIError:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
     from .aligner import Aligner
@@ -34,8 +35,8 @@ class AppState:
         self.decoding = asyncio.Semaphore(self.settings.decode_workers)
 
 
-def get_state(request: Request) -> AppState:
-    state: AppState = request.app.state.asr
+def get_state(connection: HTTPConnection) -> AppState:
+    state: AppState = connection.app.state.asr
     return state
 
 

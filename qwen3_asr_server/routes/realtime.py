@@ -23,7 +23,7 @@ from ..realtime import ClientGone, Session
 from ..realtime_config import EventError, parse_client_event
 from ..realtime_events import event_error
 from ..shutdown import shutting_down
-from ..state import get_state
+from ..state import AppState, get_state
 
 logger = logging.getLogger(__name__)
 router = APIRouter()
@@ -37,10 +37,10 @@ POLICY_VIOLATION = 1008
 
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket) -> None:
-    state = get_state(websocket)  # type: ignore[arg-type]  # any HTTPConnection will do
+    state = get_state(websocket)
     offered: list[str] = websocket.scope.get("subprotocols", [])
     try:
-        _admit(websocket, offered)
+        _admit(state, websocket, offered)
     except APIError as exc:
         await _refuse(websocket, exc)
         return
@@ -84,9 +84,8 @@ async def realtime(websocket: WebSocket) -> None:
                 await asyncio.wait_for(websocket.close(), SEND_TIMEOUT)
 
 
-def _admit(websocket: WebSocket, offered: list[str]) -> None:
+def _admit(state: AppState, websocket: WebSocket, offered: list[str]) -> None:
     """Refuse, as the HTTP routes would, what must not get a session."""
-    state = get_state(websocket)  # type: ignore[arg-type]
     if state.drain.draining:
         raise shutting_down()
     keys = [p.removeprefix(KEY_PROTOCOL) for p in offered if p.startswith(KEY_PROTOCOL)]
