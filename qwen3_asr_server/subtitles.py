@@ -1,18 +1,31 @@
 """SubRip (.srt) and WebVTT (.vtt) files from timed segments: pure text work.
 
-One cue per segment. A segment can hold 30 s of speech, so its text is wrapped to lines of
-at most `LINE_WIDTH` characters (at spaces; scripts written without spaces, such as Chinese
-or Japanese, at any character), which subtitle players show as one block.
+One cue per segment, or, when word times are known, cues cut at sentence ends (and inside
+sentences too long to read at once) with word-accurate times. A segment can hold 30 s of
+speech, so a cue's text is wrapped to lines of at most `LINE_WIDTH` characters (at spaces;
+scripts written without spaces, such as Chinese or Japanese, at any character), which
+subtitle players show as one block.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 LINE_WIDTH = 42  # the usual broadcast limit for one subtitle line
+MAX_CUE_CHARS = 2 * LINE_WIDTH  # two full lines
+MAX_CUE_SECONDS = 7.0  # longer cues outstay the speech they show or are hard to read along
+
+# Look-alikes of ASCII marks on purpose (RUF001): full-width and typographic punctuation
+_CLOSERS = re.escape("\"'”’»›)]}」』）】")  # noqa: RUF001
+_OPENERS = "¿¡([{«‹“‘「『（【《〈"  # noqa: RUF001
+# "." also sits inside "3.5" or "e.g.x"; it ends a sentence only before a space
+_SENTENCE_END = re.compile(rf"[。！？]|[.!?…؟।]+[{_CLOSERS}]*\s")  # noqa: RUF001
+_CLAUSE_END = re.compile(rf"[，、；：]|[,;:][{_CLOSERS}]*\s|\s[—–]\s")  # noqa: RUF001
 
 
 @dataclass(frozen=True)
@@ -20,6 +33,16 @@ class Cue:
     start: float  # seconds
     end: float
     text: str
+
+
+@dataclass(frozen=True)
+class TimedSpan:
+    """A word of a text, `text[first:last]`, spoken from `start` to `end` seconds."""
+
+    first: int
+    last: int
+    start: float
+    end: float
 
 
 def timestamp(seconds: float, separator: str) -> str:
@@ -55,6 +78,64 @@ def _wrap_wide(line: str, width: int) -> Iterable[str]:
         columns += cost
     if current.strip():
         yield current.strip()
+
+
+def sentence_cues(text: str, words: Sequence[TimedSpan]) -> list[Cue]:
+    """Cues of whole sentences, split further where one would be too long to read
+    (`MAX_CUE_CHARS` columns, `MAX_CUE_SECONDS` from its first word's start to its last's end).
+
+    `words` are in text order. The text between words (punctuation) stays in the cues; text
+    before the first word or after the last goes to the first or last cue.
+    """
+    if not words:
+        return []
+    gaps = [text[before.last : after.first] for before, after in pairwise(words)]
+    # bounds[i]: where the text of a cue whose first word is words[i] begins
+    bounds = [
+        0,
+        *(word.last + _split(gap) for word, gap in zip(words[:-1], gaps, strict=True)),
+        len(text),
+    ]
+    starts = [0]
+    for i, gap in enumerate(gaps, start=1):
+        if _SENTENCE_END.search(gap):
+            starts.append(i)
+        while starts[-1] < i and _too_long(
+            text[bounds[starts[-1]] : bounds[i + 1]], words[i].end - words[starts[-1]].start
+        ):
+            starts.append(_clause_cut(text, bounds, gaps, starts[-1], i))
+    return [
+        Cue(words[a].start, words[b - 1].end, " ".join(text[bounds[a] : bounds[b]].split()))
+        for a, b in pairwise([*starts, len(words)])
+    ]
+
+
+def _split(gap: str) -> int:
+    """Where a cut divides the text between two words: marks closing a sentence or quote stay
+    with the word before, opening ones (¿, «, brackets) go with the word after."""
+    spaces = [k for k, char in enumerate(gap) if char.isspace()]
+    return spaces[-1] if spaces else len(gap.rstrip(_OPENERS))
+
+
+def _columns(text: str) -> int:
+    return sum(2 if _is_wide(char) else 1 for char in " ".join(text.split()))
+
+
+def _too_long(text: str, seconds: float) -> bool:
+    return _columns(text) > MAX_CUE_CHARS or seconds > MAX_CUE_SECONDS
+
+
+def _clause_cut(text: str, bounds: list[int], gaps: list[str], first: int, last: int) -> int:
+    """Where to end the cue from words[first] that words[last] would make too long: after its
+    last clause (comma, semicolon, dash) if that leaves it at least half full, else before
+    words[last]."""
+    half = _columns(text[bounds[first] : bounds[last]]) / 2
+    for k in range(last, first, -1):
+        if _columns(text[bounds[first] : bounds[k]]) < half:
+            break
+        if _CLAUSE_END.search(gaps[k - 1]):
+            return k
+    return last
 
 
 def _blocks(cues: Sequence[Cue], separator: str, numbered: bool) -> list[str]:
