@@ -17,6 +17,7 @@ import orjson
 from . import alignment
 from .alignment import Word
 from .errors import APIError, unavailable
+from .supervisor import Supervisor
 
 POOLING_PATH = "/pooling"
 
@@ -24,25 +25,25 @@ POOLING_PATH = "/pooling"
 class Aligner:
     """Word times for a piece of audio and its transcript."""
 
-    def __init__(
-        self,
-        base_url: str,
-        segment_time: float,
-        headers: dict[str, str] | None = None,
-        timeout: float = 600.0,
-    ) -> None:
-        self.model: str | None = None  # what the aligner serves, asked once (GET /v1/models)
+    def __init__(self, supervisor: Supervisor, segment_time: float, timeout: float) -> None:
+        self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         # the body is written with orjson, so httpx does not know it is JSON; vLLM insists
-        headers = {"Content-Type": "application/json", **(headers or {})}
-        self._client = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout)
+        headers = {"Content-Type": "application/json", **supervisor.backend.headers}
+        self._client = httpx.AsyncClient(base_url=supervisor.url, headers=headers, timeout=timeout)
+
+    def check_ready(self) -> None:
+        """A 503 while the aligner's vLLM loads or restarts: nothing to wait for upstream."""
+        if not self.supervisor.ready:
+            state = "still loading" if self.supervisor.status == "loading" else "restarting"
+            raise unavailable(f"The aligner (word timestamps) is {state}; retry shortly.")
 
     async def align(
         self, wav: bytes, text: str, language: str | None, offset: float = 0.0
     ) -> list[Word]:
         """The units of `text` with their times in the recording (`offset`: where `wav`
         begins in it); no request for a text with no word in it."""
-        units = alignment.units(text, language)
+        units = [unit.text for unit in alignment.units(text, language)]
         if not units:
             return []
         audio = {"data": base64.b64encode(wav).decode(), "format": "wav"}
@@ -50,14 +51,16 @@ class Aligner:
             {"type": "input_audio", "input_audio": audio},
             {"type": "text", "text": alignment.aligner_text(units)},
         ]
+        self.check_ready()
         body = {
-            "model": self.model or await self._served_model(),
             "task": "token_classify",
             "encoding_format": "bytes",
             "embed_dtype": "float16",
             "endianness": "little",
             "messages": [{"role": "user", "content": content}],
         }
+        if self.supervisor.upstream_model is not None:  # else vLLM takes the one it serves
+            body["model"] = self.supervisor.upstream_model
         try:
             response = await self._client.post(POOLING_PATH, content=orjson.dumps(body))
         except httpx.TimeoutException as exc:
@@ -65,7 +68,7 @@ class Aligner:
                 504, "The aligner did not answer in time.", code="backend_timeout"
             ) from exc
         except httpx.TransportError as exc:
-            raise _unreachable() from exc
+            raise unavailable("The aligner is not reachable; retry shortly.") from exc
         if response.status_code >= 400:
             raise _failed(f"HTTP {response.status_code}: {response.text[:300]}")
         bins = _bins(response)
@@ -75,17 +78,6 @@ class Aligner:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-    async def _served_model(self) -> str:
-        """The one model the aligner's vLLM serves: no setting to keep in step with it."""
-        try:
-            response = await self._client.get("/v1/models")
-            self.model = str(response.json()["data"][0]["id"])
-        except httpx.TransportError as exc:
-            raise _unreachable() from exc
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _failed(f"no model listed at /v1/models ({exc!r})") from exc
-        return self.model
 
 
 def _bins(response: httpx.Response) -> list[int]:
@@ -98,10 +90,6 @@ def _bins(response: httpx.Response) -> list[int]:
         return alignment.best_bins(data, (rows, classes))
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise _failed(f"an answer that is not vLLM's bytes encoding ({exc!r})") from exc
-
-
-def _unreachable() -> APIError:
-    return unavailable("The aligner is not reachable; retry shortly.")
 
 
 def _failed(reason: str) -> APIError:

@@ -51,23 +51,37 @@ class Word:
     end: float
 
 
-def units(text: str, language: str | None) -> list[str]:
+@dataclass(frozen=True)
+class Unit:
+    text: str  # what the aligner reads
+    first: int  # where it lies in the transcript: text[first:last], a dash inside included
+    last: int
+
+
+def units(text: str, language: str | None) -> list[Unit]:
     """The units the aligner times, in order: words of letters, digits and apostrophes
-    (punctuation has no sound), and each CJK character on its own."""
-    found: list[str] = []
-    for chunk in text.split():
-        word = ""
-        for char in chunk:
-            if _is_cjk(char) or (language in _BY_CHARACTER and _is_kana(char)):
-                found += [word] if word else []
-                found.append(char)
-                word = ""
-            elif char == "'" or unicodedata.category(char)[0] in "LN":
-                word += char
-            elif language in _BY_CHARACTER:  # CJK punctuation separates, as a space does
-                found += [word] if word else []
-                word = ""
-        found += [word] if word else []
+    (punctuation has no sound; inside a word it is dropped: "e-mail" is read "email"), and
+    each CJK character on its own."""
+    found: list[Unit] = []
+    word, first, last = "", 0, 0  # the word being read, and where it lies
+
+    def close() -> None:
+        nonlocal word
+        if word:
+            found.append(Unit(word, first, last))
+            word = ""
+
+    for index, char in enumerate(text):
+        if _is_cjk(char) or (language in _BY_CHARACTER and _is_kana(char)):
+            close()
+            found.append(Unit(char, index, index + 1))
+        elif char == "'" or unicodedata.category(char)[0] in "LN":
+            first = first if word else index
+            word += char
+            last = index + 1
+        elif char.isspace() or language in _BY_CHARACTER:  # CJK punctuation is a space too
+            close()
+    close()
     return found
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, errors
+from . import __version__, alignment, backends, errors, launch
 from .access_log import AccessLogMiddleware
 from .aligner import Aligner
 from .catalog import Catalog
@@ -30,10 +32,20 @@ def _log_fatal(message: str) -> None:
     logger.error("vLLM backend failed: %s", message)
 
 
-def _aligner(settings: Settings) -> Aligner | None:
-    if settings.aligner_url is None:
+def _aligner(
+    settings: Settings, metrics: Metrics, on_fatal: Callable[[str], None]
+) -> Aligner | None:
+    backend = backends.aligner(settings)
+    if backend is None:
         return None
-    return Aligner(settings.aligner_url, alignment.SEGMENT_TIME, timeout=settings.request_timeout)
+    supervisor = Supervisor(backend, settings, metrics, on_fatal)
+    # A launched checkpoint says how long its bins are; one given by URL is the released one.
+    # A config.json that cannot say ends the server: its supervisor cannot launch it.
+    segment_time = alignment.SEGMENT_TIME
+    if settings.aligner:
+        with contextlib.suppress(launch.LaunchError):
+            segment_time = launch.aligner_config(settings.aligner).segment_time
+    return Aligner(supervisor, segment_time, timeout=settings.request_timeout)
 
 
 def create_app(
@@ -43,7 +55,7 @@ def create_app(
 ) -> FastAPI:
     """Build an independent app; `on_fatal` is told when the backend cannot be made to serve."""
     metrics = Metrics()
-    supervisor = Supervisor(settings, vllm_args, metrics, on_fatal)
+    supervisor = Supervisor(backends.asr(settings, vllm_args), settings, metrics, on_fatal)
     upstream = Upstream(settings, supervisor)
     state = AppState(
         settings=settings,
@@ -53,19 +65,21 @@ def create_app(
         upstream=upstream,
         upload_limit=int(settings.max_upload_mb * MIB),
         drain=Drain(upstream, settings.shutdown_timeout),
-        aligner=_aligner(settings),
+        aligner=_aligner(settings, metrics, on_fatal),
     )
+    supervisors = [supervisor] + ([state.aligner.supervisor] if state.aligner else [])
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        supervisor.start()
+        for each in supervisors:
+            each.start()
         try:
             yield
         finally:
             await upstream.aclose()
             if state.aligner is not None:
                 await state.aligner.aclose()
-            await supervisor.stop()
+            await asyncio.gather(*(each.stop() for each in supervisors))
 
     app = FastAPI(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
     app.state.asr = state

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from . import subtitles
+from . import alignment, subtitles
 from .transcribe import Segment, Transcript
 
 CONTENT_TYPES = {
@@ -72,6 +72,24 @@ def verbose(
     return body
 
 
+def cues(transcript: Transcript) -> list[subtitles.Cue]:
+    """Subtitle cues: cut at sentence ends with word times when the segments were aligned,
+    else one per segment."""
+    found: list[subtitles.Cue] = []
+    for segment in transcript.segments:
+        if not segment.words:
+            found.append(subtitles.Cue(segment.start, segment.end, segment.text))
+            continue
+        # the units the aligner was given, which say where in the text each word lies
+        units = alignment.units(segment.text, transcript.language)
+        timed = [
+            subtitles.TimedSpan(unit.first, unit.last, word.start, word.end)
+            for unit, word in zip(units, segment.words, strict=True)
+        ]
+        found += subtitles.sentence_cues(segment.text, timed)
+    return found
+
+
 def render(
     transcript: Transcript,
     response_format: str,
@@ -83,9 +101,10 @@ def render(
     granularities: frozenset[str] = frozenset(),
 ) -> Response:
     if response_format in ("srt", "vtt"):
-        cues = [subtitles.Cue(s.start, s.end, s.text) for s in transcript.segments]
         writer = subtitles.srt if response_format == "srt" else subtitles.vtt
-        return PlainTextResponse(writer(cues), media_type=CONTENT_TYPES[response_format])
+        return PlainTextResponse(
+            writer(cues(transcript)), media_type=CONTENT_TYPES[response_format]
+        )
     if response_format == "text":
         return PlainTextResponse(transcript.text + "\n", media_type=CONTENT_TYPES["text"])
     if response_format == "verbose_json":

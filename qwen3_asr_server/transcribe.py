@@ -9,6 +9,7 @@ window; the pieces are transcribed concurrently (vLLM batches them) and joined i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import math
 from collections.abc import Awaitable, Iterable
@@ -39,7 +40,7 @@ class Options:
     logprobs: bool  # the text tokens' log-probabilities are wanted (include[]=logprobs)
     window: float  # seconds the model takes at once
     concurrency: int  # pieces of this request in flight upstream
-    aligner: Aligner | None = None  # set when word timestamps are wanted
+    aligner: Aligner | None = None  # set when word times are wanted (words, or cues)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Segment:
     tokens: list[int]  # the ids the model generated, when the backend returns them
     avg_logprob: float  # mean log-probability of those tokens (0.0 when unknown)
     logprobs: list[dict[str, Any]]  # OpenAI's {token, logprob, bytes} for the text's tokens
+    words: list[Word] | None = None  # its units' times, when aligned
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class Transcript:
     logprobs: list[dict[str, Any]]
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    words: list[Word] | None = None  # when word timestamps were wanted
+    words: list[Word] | None = None  # every segment's, when aligned
 
 
 @dataclass(frozen=True)
@@ -113,17 +115,17 @@ async def transcribe(
     forced = options.language.name if options.language else None
     language = forced or next((piece.language for piece in pieces if piece.language), None)
     separator = joiner(language)
+    segments = [piece.segment for piece in pieces]
     words = None
     if options.aligner is not None:
-        aligned = await _all(
-            _align(options.aligner, audio, piece.segment, language, slots) for piece in pieces
-        )
-        words = [word for piece_words in aligned for word in piece_words]
+        aligner = options.aligner
+        segments = await _all(_align(aligner, audio, each, language, slots) for each in segments)
+        words = [word for segment in segments for word in segment.words or ()]
     return Transcript(
         text=separator.join(piece.segment.text for piece in pieces),
         language=language,
         duration=audio.duration,
-        segments=[piece.segment for piece in pieces],
+        segments=segments,
         logprobs=[entry for piece in pieces for entry in piece.segment.logprobs],
         prompt_tokens=sum(piece.prompt_tokens for piece in pieces),
         completion_tokens=sum(piece.completion_tokens for piece in pieces),
@@ -137,11 +139,16 @@ async def _align(
     segment: Segment,
     language: str | None,
     slots: asyncio.Semaphore,
-) -> list[Word]:
-    """The words of one piece (at most the model's window, so within the aligner's limit)."""
+) -> Segment:
+    """The segment with its words, running from its first word's start to its last word's
+    end: the pause-cut piece included silence the words do not. A piece is at most the
+    model's window, so within the aligner's limit."""
     start, end = round(segment.start * RATE), round(segment.end * RATE)
     async with slots:
-        return await aligner.align(audio.wav(start, end), segment.text, language, segment.start)
+        words = await aligner.align(audio.wav(start, end), segment.text, language, segment.start)
+    if not words:
+        return dataclasses.replace(segment, words=[])
+    return dataclasses.replace(segment, start=words[0].start, end=words[-1].end, words=words)
 
 
 async def _transcribe_span(

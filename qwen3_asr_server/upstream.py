@@ -49,6 +49,7 @@ def upstream_error(status: int, payload: Any) -> APIError:
 class Upstream:
     def __init__(self, settings: Settings, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
+        self.served_name = settings.served_name
         self.timeout = settings.request_timeout
         limit = settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
         self.admission = Admission(
@@ -77,7 +78,7 @@ class Upstream:
     @property
     def model(self) -> str:
         """The id the backend knows the model by."""
-        return self.supervisor.upstream_model
+        return self.supervisor.upstream_model or self.served_name
 
     def check_ready(self) -> None:
         if self.aborted:

@@ -58,6 +58,14 @@ class Harness:
         return self.app.state.asr.supervisor
 
 
+async def ready(supervisor: Any, timeout: float = 5.0) -> None:
+    """Wait until `supervisor` sees its backend ready."""
+    deadline = time.monotonic() + timeout
+    while not supervisor.ready:
+        assert time.monotonic() < deadline, f"{supervisor.url} never became ready"
+        await asyncio.sleep(0.02)
+
+
 async def start_harness(
     settings: Settings, standin: StandIn | None = None, api_key: str = "unused"
 ) -> AsyncIterator[Harness]:
@@ -65,11 +73,7 @@ async def start_harness(
     async with app.router.lifespan_context(app):
         harness = Harness(app, standin, api_key)
         if standin is not None:
-            for _ in range(200):
-                if harness.supervisor.ready:
-                    break
-                await asyncio.sleep(0.02)
-            assert harness.supervisor.ready, "the app never saw the stand-in ready"
+            await ready(harness.supervisor)
         try:
             yield harness
         finally:

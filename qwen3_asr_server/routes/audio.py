@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from .. import access_log, alignment, audio, formats, forms, limits
+from ..aligner import Aligner
 from ..auth import require_api_key
 from ..errors import invalid
 from ..state import AppState, State
@@ -43,20 +44,13 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     async with request.form(max_files=1, max_fields=32) as form:
         options = forms.parse(form, translation=translation)
         state.catalog.resolve(options.model)
-        if "word" in options.granularities and state.aligner is None:
-            raise invalid(
-                "Word timestamps need Qwen3-ForcedAligner, which this server was not started "
-                "with: start it with --aligner-url pointing at a vLLM that serves the aligner. "
-                "timestamp_granularities[]=segment works without it.",
-                "timestamp_granularities",
-                code="unsupported_value",
-            )
-        if "word" in options.granularities and options.language is not None:
-            _check_alignable(options.language.name)
+        aligner = _aligner_for(state, options)
         limits.check_upload(options.upload, state.upload_limit)
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
         state.upstream.check_ready()  # no decoding for a backend that cannot answer
+        if aligner is not None:
+            aligner.check_ready()
         decoded = None
         if options.upload.size <= INLINE_WAV_BYTES:
             decoded = audio.plain_wav(options.upload.file, settings.max_audio_seconds)
@@ -66,7 +60,6 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
                     audio.decode, options.upload.file, settings.max_audio_seconds
                 )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
-    words = "word" in options.granularities
     work = Options(
         language=options.language,
         context=options.prompt,
@@ -75,10 +68,10 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         logprobs=options.logprobs,
         # a piece is aligned in one pass: it must fit the aligner's window too
         window=min(settings.segment_seconds, alignment.MAX_SECONDS)
-        if words
+        if aligner
         else settings.segment_seconds,
         concurrency=settings.segment_concurrency,
-        aligner=state.aligner if words else None,
+        aligner=aligner,
     )
     if options.stream:
         stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
@@ -108,8 +101,25 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     )
 
 
-def _check_alignable(language: str) -> None:
-    if language not in alignment.LANGUAGES:
+def _aligner_for(state: AppState, options: forms.AudioRequest) -> Aligner | None:
+    """The aligner, when this request needs word times: for its `words`, or, with an aligner
+    on, for subtitle cues cut at sentence ends (which fall back to one cue per segment in a
+    language the aligner does not know). A 400 when words cannot be had."""
+    language = options.language.name if options.language else None
+    alignable = language is None or language in alignment.LANGUAGES
+    if "word" not in options.granularities:
+        subtitles = options.response_format in ("srt", "vtt")
+        return state.aligner if subtitles and alignable else None
+    if state.aligner is None:
+        raise invalid(
+            "Word timestamps need Qwen3-ForcedAligner, which this server was not started "
+            "with: start it with --aligner Qwen/Qwen3-ForcedAligner-0.6B (or --aligner-url "
+            "pointing at a vLLM that serves it). timestamp_granularities[]=segment works "
+            "without it.",
+            "timestamp_granularities",
+            code="unsupported_value",
+        )
+    if not alignable:
         raise invalid(
             f"Word timestamps are not available for {language}: Qwen3-ForcedAligner knows "
             f"{', '.join(sorted(alignment.LANGUAGES))}. timestamp_granularities[]=segment "
@@ -117,6 +127,7 @@ def _check_alignable(language: str) -> None:
             "timestamp_granularities",
             code="unsupported_language",
         )
+    return state.aligner
 
 
 async def _counted(

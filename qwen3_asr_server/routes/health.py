@@ -1,27 +1,44 @@
-"""GET /health (real readiness of the backend) and GET /metrics; both without auth."""
+"""GET /health (real readiness of the backends) and GET /metrics; both without auth."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from ..errors import RETRY_AFTER_SECONDS
 from ..state import State
+from ..supervisor import Supervisor
 
 router = APIRouter()
 
 
-@router.get("/health")
-async def health(state: State) -> Response:
-    supervisor = state.supervisor
-    body = {
-        "status": "stopping" if state.drain.draining else supervisor.status,
-        "model": state.catalog.served,
+def _backend(supervisor: Supervisor) -> dict[str, Any]:
+    return {
+        "status": supervisor.status,
         "backend": supervisor.flavour,
         "device": supervisor.device,
         "restarts": supervisor.restarts,
     }
-    if supervisor.ready and not state.drain.draining:
+
+
+@router.get("/health")
+async def health(state: State) -> Response:
+    """The ASR backend's state at the top level (as before there was an aligner); with an
+    aligner its own under `aligner`. 200 only when every backend is ready: a server started
+    for word timestamps is not ready without them."""
+    supervisors = [state.supervisor]
+    body: dict[str, Any] = {"model": state.catalog.served, **_backend(state.supervisor)}
+    if state.aligner is not None:
+        supervisors.append(state.aligner.supervisor)
+        body["aligner"] = _backend(state.aligner.supervisor)
+    unready = [each for each in supervisors if not each.ready]
+    if state.drain.draining:
+        body["status"] = "stopping"
+    elif unready:
+        body["status"] = unready[0].status
+    if body["status"] == "ok":
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 

@@ -1,23 +1,20 @@
-"""Qwen3-ForcedAligner served by the real vLLM CPU build, as word timestamps will use it.
+"""Qwen3-ForcedAligner served by the real vLLM CPU build, launched by `server.py --aligner`.
 
-vLLM runs the tiny scripted aligner (tests/fixtures/tiny_aligner.py) directly, with the flags
-and request the server's aligner process needs: a pooling runner whose STEP pooler returns one
-row of time-bin scores per ``<timestamp>`` token, a chat template without roles, and the rows
-as little-endian float16 bytes described by the ``metadata`` header. The scripted bins are
-exact, so every row is checked.
+The server launches the tiny ASR model and the tiny scripted aligner
+(tests/fixtures/tiny_aligner.py) side by side. The aligner's vLLM is asked directly too, on the
+internal port the server logs, to check that the server's flags make it what word timestamps
+need: a pooling runner whose STEP pooler returns one row of time-bin scores per
+``<timestamp>`` token, a chat template without roles, and the rows as little-endian float16
+bytes described by the ``metadata`` header. The scripted bins are exact, so every row and
+every word time is checked.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import time
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -25,15 +22,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from qwen3_asr_server.alignment import CHAT_TEMPLATE
-from qwen3_asr_server.launch import cpu_kv_cache_bytes, free_port
-from tests.engine.conftest import (
-    ENGINE_VENV,
-    STARTUP_TIMEOUT,
-    Engine,
-    engine_environment,
-    start_engine,
-)
+from qwen3_asr_server.subtitles import timestamp
+from tests.engine.conftest import Engine, start_engine
 from tests.fixtures.audio import wav
 from tests.fixtures.tiny_aligner import (
     BIN_STEP,
@@ -48,22 +38,32 @@ from tests.fixtures.tiny_model import AUDIO_END, AUDIO_PAD, AUDIO_START, EXPECTE
 
 pytestmark = pytest.mark.engine
 
-MODEL = "qwen3-forced-aligner"
 WORDS = ("Hello", "world", "again")
 CLIP = wav(3.0)
 
 
-@dataclass(frozen=True)
-class Aligner:
-    url: str
-    model_dir: Path
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_aligner(tmp_path_factory.mktemp("aligner") / "tiny-aligner")
 
-    def pooling(self, **fields: object) -> httpx.Response:
-        """POST /pooling: the three words against the clip, as the server will send them."""
-        body = {"model": MODEL, "task": "token_classify", "messages": _messages(), **fields}
-        response = httpx.post(f"{self.url}/pooling", json=body, timeout=60)
-        assert response.status_code == 200, response.text
-        return response
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, checkpoint: Path) -> Iterator[Engine]:
+    """server.py --cpu --aligner on the tiny checkpoints; the scripted classifier needs
+    float32 (vLLM's CPU default is a 16-bit type, which it overflows)."""
+    yield from start_engine(
+        tmp_path_factory, "--aligner", str(checkpoint), "--aligner-vllm-args=--dtype float32"
+    )
+
+
+@pytest.fixture(scope="module")
+def aligner_url(engine: Engine) -> str:
+    """The aligner's internal address, as the server logged it when the aligner was ready."""
+    found = re.search(
+        r"vLLM \(aligner\) ready \(pid \d+, (http://[\d.:]+)\)", engine.server.output()
+    )
+    assert found, engine.server.output()[-3000:]
+    return found.group(1)
 
 
 def _text() -> str:
@@ -77,72 +77,19 @@ def _messages() -> list[dict[str, object]]:
     return [{"role": "user", "content": content}]
 
 
-@pytest.fixture(scope="module")
-def aligner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Aligner]:
-    """`vllm serve` on the tiny aligner; its whole process group is killed afterwards."""
-    vllm = ENGINE_VENV / "bin" / "vllm"
-    if not vllm.exists():
-        pytest.fail(f"vLLM's CPU build is not installed at {ENGINE_VENV} (see conftest.py)")
-    tmp = tmp_path_factory.mktemp("aligner")
-    model_dir = write_tiny_aligner(tmp / "tiny-qwen3-forced-aligner")
-    template = tmp / "aligner.jinja"
-    template.write_text(CHAT_TEMPLATE)
-    scratch = tmp / "scratch"
-    scratch.mkdir()
-    port = free_port()
-    step = {"tok_pooling_type": "STEP", "step_tag_id": TIMESTAMP_TOKEN_ID}
-    argv = [
-        str(vllm), "serve", str(model_dir),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--served-model-name", MODEL,
-        "--max-model-len", "2048",
-        "--kv-cache-dtype", "auto",
-        "--runner", "pooling",
-        "--hf-overrides", '{"architectures":["Qwen3ASRForcedAlignerForTokenClassification"]}',
-        "--pooler-config", json.dumps(step),
-        "--chat-template", str(template),
-        "--dtype", "float32",  # the scripted classifier overflows 16-bit types
-        "--enforce-eager",
-        "--kv-cache-memory-bytes", str(cpu_kv_cache_bytes(0)),  # the server's floor: 256 MiB
-        "--distributed-executor-backend", "uni",
-    ]  # fmt: skip
-    env = {
-        **engine_environment(vllm, scratch),
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))),
-    }
-    log = tmp / "vllm.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM exited {proc.returncode}:\n{log.read_text()[-5000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"vLLM not ready in {STARTUP_TIMEOUT} s:\n{log.read_text()[-5000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            time.sleep(0.5)
-        yield Aligner(url, model_dir)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(30)
-        with contextlib.suppress(ProcessLookupError):  # anything left in the group
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+def _pooling(url: str, **fields: object) -> httpx.Response:
+    """POST /pooling: the three words against the clip, as the server sends them."""
+    body = {"task": "token_classify", "messages": _messages(), **fields}
+    response = httpx.post(f"{url}/pooling", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    return response
 
 
-def test_bytes_answer_gives_exact_bins(aligner: Aligner) -> None:
+def test_bytes_answer_gives_exact_bins(aligner_url: str) -> None:
     """One float16 row per <timestamp>; word i spans rows 2i and 2i+1."""
-    response = aligner.pooling(encoding_format="bytes", embed_dtype="float16", endianness="little")
+    response = _pooling(
+        aligner_url, encoding_format="bytes", embed_dtype="float16", endianness="little"
+    )
     assert response.headers["content-type"] == "application/octet-stream"
     metadata = json.loads(response.headers["metadata"])
     [item] = metadata["data"]
@@ -156,12 +103,12 @@ def test_bytes_answer_gives_exact_bins(aligner: Aligner) -> None:
     assert starts_ends == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0, 2.4])
 
 
-def test_prompt_is_audio_then_words_without_roles(aligner: Aligner) -> None:
+def test_prompt_is_audio_then_words_without_roles(checkpoint: Path, aligner_url: str) -> None:
     """The server's template, not the checkpoint's ChatML one, renders what /pooling reads."""
-    tokenizer = Tokenizer.from_file(str(aligner.model_dir / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(checkpoint / "tokenizer.json"))
     start, pad, end = (tokenizer.token_to_id(t) for t in (AUDIO_START, AUDIO_PAD, AUDIO_END))
-    body = {"model": MODEL, "messages": _messages(), "add_generation_prompt": False}
-    response = httpx.post(f"{aligner.url}/tokenize", json=body, timeout=60)
+    body = {"messages": _messages(), "add_generation_prompt": False}
+    response = httpx.post(f"{aligner_url}/tokenize", json=body, timeout=60)
     assert response.status_code == 200, response.text
     tokens = response.json()["tokens"]
     audio = tokens.index(end)
@@ -169,22 +116,21 @@ def test_prompt_is_audio_then_words_without_roles(aligner: Aligner) -> None:
     assert audio > 10  # the processor expanded the clip to its audio tokens
     assert tokens[audio + 1 :] == tokenizer.encode(_text()).ids
     assert tokens.count(TIMESTAMP_TOKEN_ID) == 2 * len(WORDS)
-    usage = json.loads(aligner.pooling(encoding_format="bytes").headers["metadata"])["usage"]
+    usage = json.loads(_pooling(aligner_url, encoding_format="bytes").headers["metadata"])["usage"]
     assert usage["prompt_tokens"] == len(tokens)
 
 
-@pytest.fixture(scope="module")
-def engine_with_aligner(
-    tmp_path_factory: pytest.TempPathFactory, aligner: Aligner
-) -> Iterator[Engine]:
-    yield from start_engine(tmp_path_factory, "--aligner-url", aligner.url)
-
-
-def test_word_timestamps_through_the_server(engine_with_aligner: Engine) -> None:
-    """server.py --cpu --aligner-url: the tiny ASR model says "Hello world." for any audio,
-    the tiny aligner puts the k-th timestamp in bin 5k (80 ms each)."""
-    with engine_with_aligner.http() as http:
-        response = http.post(
+def test_word_timestamps_through_the_server(engine: Engine, checkpoint: Path) -> None:
+    """The tiny ASR model says "Hello world." for any audio, the tiny aligner puts the k-th
+    timestamp in bin 5k (80 ms each): Hello 0.4-0.8 s, world 1.2-1.6 s into the segment."""
+    with engine.http() as http:
+        health = http.get("/health").json()
+        plain = http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("a.wav", CLIP)},
+            data={"response_format": "verbose_json"},
+        )
+        aligned = http.post(
             "/v1/audio/transcriptions",
             files={"file": ("a.wav", CLIP)},
             data={
@@ -192,12 +138,28 @@ def test_word_timestamps_through_the_server(engine_with_aligner: Engine) -> None
                 "timestamp_granularities[]": ["word", "segment"],
             },
         )
-    assert response.status_code == 200, response.text
-    body = response.json()
+        srt = http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("a.wav", CLIP)},
+            data={"response_format": "srt"},
+        )
+        metrics = http.get("/metrics").text
+    assert health["aligner"] == {"status": "ok", "backend": "vllm", "device": "cpu", "restarts": 0}
+    assert aligned.status_code == 200, aligned.text
+    body = aligned.json()
     assert body["text"] == EXPECTED_TEXT
-    [segment] = body["segments"]
-    start = segment["start"]
+    piece = plain.json()["segments"][0]["start"]  # where the piece sent to both models begins
+    hello = (round(piece + 0.4, 3), round(piece + 0.8, 3))
+    world = (round(piece + 1.2, 3), round(piece + 1.6, 3))
     assert body["words"] == [
-        {"word": "Hello", "start": pytest.approx(start + 0.4), "end": pytest.approx(start + 0.8)},
-        {"word": "world", "start": pytest.approx(start + 1.2), "end": pytest.approx(start + 1.6)},
+        {"word": "Hello", "start": pytest.approx(hello[0]), "end": pytest.approx(hello[1])},
+        {"word": "world", "start": pytest.approx(world[0]), "end": pytest.approx(world[1])},
     ]
+    [segment] = body["segments"]  # refined: from its first word's start to its last's end
+    assert (segment["start"], segment["end"]) == pytest.approx((hello[0], world[1]))
+    assert (
+        srt.text
+        == f"1\n{timestamp(hello[0], ',')} --> {timestamp(world[1], ',')}\nHello world.\n\n"
+    )
+    model_id = f'model_id="{checkpoint}"'
+    assert f'qwen3_asr_backend_info{{backend="aligner",device="cpu",{model_id}}} 1.0' in metrics

@@ -255,8 +255,11 @@ def test_metrics_count_what_was_served(engine: Engine) -> None:
         'qwen3_asr_requests_total{method="POST",path="/v1/audio/transcriptions",status="200"}'
         in text
     )
-    assert "qwen3_asr_model_ready 1.0" in text
-    assert f'qwen3_asr_backend_info{{device="cpu",model_id="{engine.model_dir}"}} 1.0' in text
+    assert 'qwen3_asr_model_ready{backend="asr"} 1.0' in text
+    assert (
+        f'qwen3_asr_backend_info{{backend="asr",device="cpu",model_id="{engine.model_dir}"}} 1.0'
+        in text
+    )
 
 
 def test_killed_vllm_is_restarted_and_serves_again(engine: Engine) -> None:
@@ -266,7 +269,7 @@ def test_killed_vllm_is_restarted_and_serves_again(engine: Engine) -> None:
     assert _transcribe(engine)["text"] == EXPECTED_TEXT
     with engine.http(key=None) as http:
         assert http.get("/health").json()["restarts"] == 1
-        assert "qwen3_asr_backend_restarts_total 1.0" in http.get("/metrics").text
+        assert 'qwen3_asr_backend_restarts_total{backend="asr"} 1.0' in http.get("/metrics").text
 
 
 def test_sigterm_stops_every_process(engine: Engine) -> None:

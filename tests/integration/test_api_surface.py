@@ -166,9 +166,9 @@ async def test_metrics_count_requests_by_route_template(harness: Harness) -> Non
     assert 'qwen3_asr_requests_total{method="GET",path="unmatched",status="404"} 1.0' in text
     assert "qwen3_asr_request_duration_seconds_bucket" in text
     assert "qwen3_asr_requests_in_flight 1.0" in text  # this very request
-    assert "qwen3_asr_model_ready 1.0" in text
-    assert 'qwen3_asr_backend_info{device="remote",model_id="qwen3-asr"} 1.0' in text
-    assert "qwen3_asr_backend_restarts_total 0.0" in text
+    assert 'qwen3_asr_model_ready{backend="asr"} 1.0' in text
+    assert 'qwen3_asr_backend_info{backend="asr",device="remote",model_id="qwen3-asr"} 1.0' in text
+    assert 'qwen3_asr_backend_restarts_total{backend="asr"} 0.0' in text
 
 
 async def test_backend_that_never_answers_is_loading_and_503() -> None:
@@ -181,7 +181,7 @@ async def test_backend_that_never_answers_is_loading_and_503() -> None:
         assert response.status_code == 503
         assert response.headers["retry-after"] == "5"
         assert response.json()["error"]["code"] == "backend_unavailable"
-        assert "qwen3_asr_model_ready 0.0" in (await h.http.get("/metrics")).text
+        assert 'qwen3_asr_model_ready{backend="asr"} 0.0' in (await h.http.get("/metrics")).text
 
 
 async def test_backend_going_away_turns_health_down_and_requests_503(

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from qwen3_asr_server.launch import free_port
-from tests.conftest import MODEL, Harness, app_before
+from qwen3_asr_server.subtitles import timestamp
+from tests.conftest import MODEL, Harness, app_before, ready
 from tests.fixtures.containers import encode, speech_like
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
@@ -33,6 +34,7 @@ def aligner() -> Iterator[tuple[StandInAligner, str]]:
 @pytest.fixture
 async def aligned(aligner: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
     async with app_before(StandIn(MODEL, describe=True), aligner_url=aligner[1]) as harness:
+        await ready(harness.app.state.asr.aligner.supervisor)
         yield harness
 
 
@@ -68,8 +70,11 @@ async def test_words_are_timed_by_the_aligner_within_each_segment(
         [request] = [
             r for r in sent if r["text"].startswith(f"Heard<timestamp><timestamp>{units[1]}")
         ]
-        assert request["seconds"] == pytest.approx(segment["end"] - segment["start"], abs=0.01)
-        expected += _words_of(segment["start"], request["seconds"], units)
+        words = _words_of(segment["start"], request["seconds"], units)
+        # the segment now ends with its last word, which ends on a bin (80 ms)
+        assert segment["end"] == words[-1]["end"]
+        assert request["seconds"] == pytest.approx(segment["end"] - segment["start"], abs=0.04)
+        expected += words
     assert body["words"] == expected
 
 
@@ -148,3 +153,55 @@ async def test_a_forced_language_the_aligner_does_not_know_is_a_400(aligned: Har
     )
     assert response.status_code == 200
     assert response.json()["words"]
+
+
+async def test_with_an_aligner_subtitles_are_cut_at_sentence_ends_with_word_times() -> None:
+    fake = StandInAligner(ALIGNER, margin=0.24)  # the words leave 240 ms of silence each side
+    server = ThreadedServer(fake.app).start()
+    text = "Hello there. How are you today? Fine."
+    try:
+        async with app_before(StandIn(MODEL, text=text), aligner_url=server.url) as harness:
+            await ready(harness.app.state.asr.aligner.supervisor)
+            clip = encode(speech_like([(3.0, True)]), 16000, "wav")
+            answers = {}
+            for response_format in ("srt", "vtt", "verbose_json"):
+                response = await harness.http.post(
+                    "/v1/audio/transcriptions",
+                    files={"file": ("a.wav", clip)},
+                    data={"response_format": response_format},
+                )
+                assert response.status_code == 200, response.text
+                answers[response_format] = response
+    finally:
+        server.stop()
+    # aligned once for each subtitle format; verbose_json without words is not aligned
+    srt_request, vtt_request = fake.requests
+    [segment] = answers["verbose_json"].json()["segments"]
+    assert srt_request["seconds"] == vtt_request["seconds"]
+    bins = expected_bins(srt_request["seconds"], 7, margin=0.24)
+    times = [round(segment["start"] + b * SEGMENT_TIME, 3) for b in bins]
+    # units: Hello there | How are you today | Fine: cues end at each sentence's last word
+    cues = [(times[0], times[3], "Hello there."), (times[4], times[11], "How are you today?")]
+    cues.append((times[12], times[13], "Fine."))
+    assert answers["srt"].text == "".join(
+        f"{n}\n{timestamp(a, ',')} --> {timestamp(b, ',')}\n{words}\n\n"
+        for n, (a, b, words) in enumerate(cues, start=1)
+    )
+    assert answers["vtt"].text == "WEBVTT\n\n" + "".join(
+        f"{timestamp(a, '.')} --> {timestamp(b, '.')}\n{words}\n\n" for a, b, words in cues
+    )
+    assert times[0] > segment["start"]  # word-timed: the silence before the first word is out
+
+
+async def test_subtitles_in_a_language_the_aligner_does_not_know_keep_segment_cues(
+    aligned: Harness, aligner: tuple[StandInAligner, str]
+) -> None:
+    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    response = await aligned.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("a.wav", clip)},
+        data={"response_format": "srt", "language": "ar"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.text.startswith("1\n00:00:00,000 --> ")
+    assert aligner[0].requests == []

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from qwen3_asr_server.alignment import Word, aligner_text, best_bins, repair, units, words
+from qwen3_asr_server.alignment import Unit, Word, aligner_text, best_bins, repair, units, words
 
 
 @pytest.mark.parametrize(
@@ -20,12 +20,20 @@ from qwen3_asr_server.alignment import Word, aligner_text, best_bins, repair, un
         ("こんにちは、世界", "Japanese", ["こ", "ん", "に", "ち", "は", "世", "界"]),
         ("안녕하세요 세계", "Korean", ["안녕하세요", "세계"]),
         ("Привет, мир", "Russian", ["Привет", "мир"]),
+        ("re-use it", "English", ["reuse", "it"]),
         ("... !!", "English", []),
         ("", None, []),
     ],
 )
 def test_units(text: str, language: str | None, expected: list[str]) -> None:
-    assert units(text, language) == expected
+    found = units(text, language)
+    assert [unit.text for unit in found] == expected
+    for unit in found:  # each lies where it was read, punctuation inside a word included
+        assert text[unit.first : unit.last].replace("-", "") == unit.text
+
+
+def test_units_keep_where_a_word_with_punctuation_inside_lies() -> None:
+    assert units("an e-mail.", "English") == [Unit("an", 0, 2), Unit("email", 3, 9)]
 
 
 def test_aligner_text_puts_two_timestamps_after_every_unit() -> None:

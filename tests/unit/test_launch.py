@@ -169,3 +169,77 @@ def test_vllm_realtime_starts_the_realtime_architecture(monkeypatch, tmp_path) -
     argv = launch.build(settings, 4321, extra).argv
     assert argv.count("--hf-overrides") == 1
     assert argv[argv.index("--hf-overrides") + 1] == "{}"
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_aligner_is_served_as_a_pooling_model_on_a_gpu_share(monkeypatch, tmp_path) -> None:
+    bin_dir = _on_path(monkeypatch, tmp_path, "vllm")
+    settings = parse_args(["--aligner", "Qwen/Qwen3-ForcedAligner-0.6B"])[0]
+    command = launch.build_aligner(settings, 4322)
+    assert command.argv[:3] == [str(bin_dir / "vllm"), "serve", "Qwen/Qwen3-ForcedAligner-0.6B"]
+    assert command.device == "cuda"
+    argv = command.argv
+    assert _flag(argv, "--port") == "4322"
+    assert _flag(argv, "--runner") == "pooling"
+    assert _flag(argv, "--pooler-config") == '{"tok_pooling_type": "STEP", "step_tag_id": 151705}'
+    assert _flag(argv, "--max-model-len") == "8192"
+    assert _flag(argv, "--gpu-memory-utilization") == "0.15"
+    # the ASR engine leaves it that room, unless told its own share
+    assert _flag(launch.build(settings, 1, []).argv, "--gpu-memory-utilization") == "0.75"
+    mine = parse_args(["--aligner", "a", "--gpu-memory-utilization", "0.6"])[0]
+    assert _flag(launch.build(mine, 1, []).argv, "--gpu-memory-utilization") == "0.6"
+    assert "--gpu-memory-utilization" not in launch.build(parse_args([])[0], 1, []).argv
+
+
+def test_aligner_flags_of_the_user_win(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    args = "--aligner-vllm-args=--max-model-len 4096 --gpu-memory-utilization 0.2 --dtype float32"
+    argv = launch.build_aligner(parse_args(["--aligner", "a", args])[0], 1).argv
+    assert argv.count("--max-model-len") == argv.count("--gpu-memory-utilization") == 1
+    assert argv[-6:] == [
+        "--max-model-len",
+        "4096",
+        "--gpu-memory-utilization",
+        "0.2",
+        "--dtype",
+        "float32",
+    ]
+    share = parse_args(["--aligner", "a", "--aligner-gpu-memory-utilization", "0.3"])[0]
+    assert _flag(launch.build_aligner(share, 1).argv, "--gpu-memory-utilization") == "0.3"
+
+
+def test_aligner_on_cpu_gets_the_smallest_kv_cache(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    settings = parse_args(["--cpu", "--aligner", "a"])[0]
+    command = launch.build_aligner(settings, 1, {})
+    assert command.device == "cpu"
+    assert _flag(command.argv, "--kv-cache-memory-bytes") == str(256 << 20)
+    assert "--gpu-memory-utilization" not in command.argv
+    assert "--enforce-eager" in command.argv
+    assert command.env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    # no GPU to share on CPU: the ASR engine's memory is sized as without an aligner
+    assert "--gpu-memory-utilization" not in launch.build(settings, 1, [], {}).argv
+
+
+def test_aligner_config_comes_from_a_local_checkpoint(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "vllm")
+    checkpoint = tmp_path / "aligner"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(
+        '{"timestamp_token_id": 286, "timestamp_segment_time": 40}'
+    )
+    assert launch.aligner_config(str(checkpoint)) == launch.AlignerConfig(286, 0.04)
+    argv = launch.build_aligner(parse_args(["--aligner", str(checkpoint)])[0], 1).argv
+    assert '"step_tag_id": 286' in _flag(argv, "--pooler-config")
+    (checkpoint / "config.json").write_text('{"model_type": "qwen3_asr"}')
+    with pytest.raises(launch.LaunchError, match="is not a Qwen3-ForcedAligner config"):
+        launch.aligner_config(str(checkpoint))
+
+
+def test_aligner_needs_native_vllm(monkeypatch, tmp_path) -> None:
+    _on_path(monkeypatch, tmp_path, "qwen-asr-serve")
+    with pytest.raises(launch.LaunchError, match=r"--aligner needs vLLM >= 0\.3x"):
+        launch.build_aligner(parse_args(["--aligner", "a"])[0], 1)

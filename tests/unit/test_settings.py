@@ -66,11 +66,24 @@ def test_backend_url_loses_its_trailing_slash() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["--port", "70000"], ["--gpu-memory-utilization", "1.5"], ["--log-level", "loud"]]
+    ("args", "problem"),
+    [
+        (["--port", "70000"], "--port: Input should be less than or equal to 65535"),
+        (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization: Input should be"),
+        (["--log-level", "loud"], "--log-level: Input should be 'debug', 'info'"),
+        (["--aligner", "a", "--aligner-url", "http://b"], "give --aligner (launch it) or"),
+    ],
 )
-def test_invalid_values_are_refused(args: list[str]) -> None:
-    with pytest.raises(Exception, match="validation error"):
+def test_invalid_values_are_a_usage_error_naming_the_flag(
+    args: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
         parse_args(args)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert f"server.py: error: {problem}" in error
+    assert "Traceback" not in error
+    assert "pydantic" not in error
 
 
 def test_readme_documents_every_setting() -> None:
