@@ -2,7 +2,8 @@
 """Transcribe one audio file with a running qwen3-asr-server and print the transcript.
 
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
-                          [--format json|text|srt|vtt|verbose_json] [--stream | --realtime]
+                          [--format json|text|srt|vtt|verbose_json | --words]
+                          [--stream | --realtime]
                           [--translate] [--url http://localhost:8000] [--api-key KEY]
                           [--model whisper-1] [--timeout 600]
 
@@ -10,10 +11,12 @@ examples:
   ./test-asr.py meeting.wav --language en
   ./test-asr.py lecture.mp3 --context "Hermes, oikos" --stream
   ./test-asr.py clip.m4a --format srt > clip.srt
+  ./test-asr.py song.mp3 --words
   ./test-asr.py call.wav --realtime
 
 --format json and text print the transcript, srt and vtt the subtitle file as the server
-sends it, verbose_json the whole answer (segments, timestamps) pretty-printed.
+sends it, verbose_json the whole answer (segments, timestamps) pretty-printed. --words prints
+one line per word, its start and end in seconds (the server must run with --aligner).
 --context primes the model with names and terms: the file goes to /v1/chat/completions as an
 input_audio part, the context as the system message, a --language as the assistant's pre-fill.
 --stream prints the text as the model writes it. --realtime plays the file to
@@ -78,6 +81,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--language", metavar="LANG", help="the spoken language, code or English name: fr, French")
     add("--context", metavar="TERMS", help="names and terms to prime the model with")
     add("--format", choices=FORMATS, default="json", help="what to print (default: json)")
+    add("--words", action="store_true", help="print each word with its start and end")
     add("--stream", action="store_true", help="print the text as the model writes it")
     add("--realtime", action="store_true", help="stream the file live over the Realtime API")
     add("--translate", action="store_true", help="use /v1/audio/translations")
@@ -90,6 +94,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--translate cannot be combined with --language, --stream or --context")
     if args.realtime and (args.stream or args.translate or args.format != "json"):
         parser.error("--realtime prints plain text: drop --stream, --translate and --format")
+    if args.words and (args.stream or args.realtime or args.context is not None):
+        parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
+    if args.words and args.format != "json":
+        parser.error(f"--words prints its own lines: drop --format {args.format}")
     if (args.stream or args.context is not None) and args.format not in ("json", "text"):
         parser.error(f"--stream and --context print plain text: drop --format {args.format}")
     if args.language and language_name(args.language) is None:
@@ -130,6 +138,8 @@ def check(response: httpx.Response, key_sent: bool) -> None:
 def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
     """The multipart request for /v1/audio/transcriptions or /translations."""
     data = {"model": args.model, "response_format": "json" if args.stream else args.format}
+    if args.words:
+        data |= {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
     if args.language:
         data["language"] = args.language
     if args.stream:
@@ -164,6 +174,9 @@ def render(response: httpx.Response, args: argparse.Namespace) -> str:
     """What to print for a whole (not streamed) answer."""
     if args.context is not None:
         return str(response.json()["choices"][0]["message"]["content"])
+    if args.words:
+        words = response.json()["words"]
+        return "\n".join(f"{w['start']:9.3f} {w['end']:9.3f}  {w['word']}" for w in words)
     if args.format == "json":
         return str(response.json()["text"])
     if args.format == "verbose_json":

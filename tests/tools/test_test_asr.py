@@ -21,6 +21,7 @@ from tests.fixtures.containers import encode, speech_like
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
+from tests.fixtures.standin_aligner import StandInAligner, expected_bins
 
 SCRIPT = Path(__file__).resolve().parents[2] / "test-asr.py"
 HEARD = "Heard 2.10 s."
@@ -87,6 +88,26 @@ def test_vtt_prints_the_subtitle_file(live_server: LiveServer, clip: str) -> Non
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("WEBVTT")
     assert "Heard" in result.stdout
+
+
+def test_words_prints_a_line_per_word(live_server: LiveServer, clip: str) -> None:
+    aligner = ThreadedServer(StandInAligner().app).start()
+    server = LiveServer(StandIn(MODEL, describe=True), aligner_url=aligner.url)
+    try:
+        result = run_tool(clip, "--url", server.url, "--words")
+    finally:
+        server.stop()
+        aligner.stop()
+    assert result.returncode == 0, result.stderr
+    # "Heard 2.10 s." is three words, spread by the stand-in aligner over the 2.1 s clip
+    times = [round(b * 0.08, 3) for b in expected_bins(2.1, 3)]
+    assert result.stdout == "".join(
+        f"{times[2 * i]:9.3f} {times[2 * i + 1]:9.3f}  {word}\n"
+        for i, word in enumerate(["Heard", "210", "s"])
+    )
+    refused = run_tool(clip, "--url", live_server.url, "--words")  # no aligner there
+    assert refused.returncode == 1
+    assert "start it with --aligner" in refused.stderr
 
 
 def test_verbose_json_prints_the_answer_pretty(live_server: LiveServer, clip: str) -> None:
@@ -209,6 +230,9 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         ["--realtime", "--stream"],
         ["--realtime", "--format", "srt"],
         ["--realtime", "--translate"],
+        ["--words", "--stream"],
+        ["--words", "--format", "srt"],
+        ["--words", "--context", "Hermes"],
     ],
 )
 def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
