@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -192,6 +193,12 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
+
+    @field_validator("aligner_vllm_args")
+    @classmethod
+    def _shell_words(cls, value: str) -> str:
+        shlex.split(value)  # unbalanced quotes: a ValueError, so a usage error now, not at launch
+        return value
 
     @model_validator(mode="after")
     def _one_aligner(self) -> Settings:

@@ -72,6 +72,7 @@ def test_backend_url_loses_its_trailing_slash() -> None:
         (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization: Input should be"),
         (["--log-level", "loud"], "--log-level: Input should be 'debug', 'info'"),
         (["--aligner", "a", "--aligner-url", "http://b"], "give --aligner (launch it) or"),
+        (["--aligner-vllm-args=--dtype 'float32"], "--aligner-vllm-args: No closing quotation"),
     ],
 )
 def test_invalid_values_are_a_usage_error_naming_the_flag(
