@@ -121,6 +121,10 @@ class Supervisor:
             self._set_ready(False)
             if not self._stopping:
                 self.on_fatal(str(exc))
+        except Exception as exc:  # a bug here must not leave a backend nobody watches
+            logger.exception("%s's supervisor failed", self.name)
+            self._set_ready(False)
+            self.on_fatal(f"{self.name}'s supervisor failed: {exc!r}")
         finally:
             if self._proc is not None:
                 await self._terminate(self._proc)

@@ -1,0 +1,28 @@
+"""The supervisor of any backend: what it does when it cannot do its job."""
+
+from __future__ import annotations
+
+import asyncio
+
+from qwen3_asr_server.backends import ALIGNER, Backend
+from qwen3_asr_server.launch import Launch
+from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.supervisor import Supervisor
+
+
+async def test_a_supervisor_that_fails_unexpectedly_ends_the_server() -> None:
+    def broken(port: int) -> Launch:
+        raise RuntimeError("no such thing")
+
+    fatal: list[str] = []
+    backend = Backend(role=ALIGNER, model="m", url=None, command=broken)
+    supervisor = Supervisor(backend, Settings(), Metrics(), on_fatal=fatal.append)
+    supervisor.start()
+    for _ in range(100):
+        if fatal:
+            break
+        await asyncio.sleep(0.01)
+    await supervisor.stop()
+    assert fatal == ["vLLM (aligner)'s supervisor failed: RuntimeError('no such thing')"]
+    assert supervisor.status == "loading"
