@@ -33,10 +33,7 @@ class Aligner:
         self._client = httpx.AsyncClient(base_url=supervisor.url, headers=headers, timeout=timeout)
 
     def check_ready(self) -> None:
-        """A 503 while the aligner's vLLM loads or restarts: nothing to wait for upstream."""
-        if not self.supervisor.ready:
-            state = "still loading" if self.supervisor.status == "loading" else "restarting"
-            raise unavailable(f"The aligner (word timestamps) is {state}; retry shortly.")
+        self.supervisor.check_ready("The aligner (word timestamps)")
 
     async def align(
         self, wav: bytes, text: str, language: str | None, offset: float = 0.0

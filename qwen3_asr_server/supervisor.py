@@ -23,6 +23,7 @@ import httpx
 
 from . import launch
 from .backends import ASR, Backend
+from .errors import unavailable
 from .metrics import Metrics
 from .settings import Settings
 
@@ -135,6 +136,12 @@ class Supervisor:
         if self.ready:
             return "ok"
         return "down" if self.ever_ready else "loading"
+
+    def check_ready(self, what: str) -> None:
+        """A 503 naming `what` while this backend loads or restarts: nothing to wait for."""
+        if not self.ready:
+            state = "still loading" if self.status == "loading" else "restarting"
+            raise unavailable(f"{what} is {state}; retry shortly.")
 
     def _set_ready(self, ready: bool) -> None:
         if ready != self.ready:

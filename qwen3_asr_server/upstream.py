@@ -83,9 +83,7 @@ class Upstream:
     def check_ready(self) -> None:
         if self.aborted:
             raise unavailable("The server is shutting down; retry shortly.")
-        if not self.supervisor.ready:
-            state = "still loading" if self.supervisor.status == "loading" else "restarting"
-            raise unavailable(f"The speech model is {state}; retry shortly.")
+        self.supervisor.check_ready("The speech model")
 
     async def _send(self, body: Body, request_id: str, stream: bool) -> httpx.Response:
         """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
