@@ -10,20 +10,21 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, backends, errors, launch
-from .access_log import AccessLogMiddleware
-from .aligner import Aligner
+from . import __version__, alignment, errors
+from .backend import launch, roles
+from .backend.aligner import Aligner
+from .backend.supervisor import Supervisor
+from .backend.upstream import Upstream
 from .catalog import Catalog
-from .disconnect import CancelOnDisconnect
-from .limits import MIB, BodyLimit, body_caps
 from .metrics import Metrics, MetricsMiddleware
-from .request_id import RequestIdMiddleware
+from .middleware.access_log import AccessLogMiddleware
+from .middleware.body_limits import MIB, BodyLimit, body_caps
+from .middleware.disconnect import CancelOnDisconnect
+from .middleware.drain import Drain, DrainMiddleware
+from .middleware.request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models, realtime
 from .settings import Settings
-from .shutdown import Drain, DrainMiddleware
 from .state import AppState
-from .supervisor import Supervisor
-from .upstream import Upstream
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _log_fatal(message: str) -> None:
 def _aligner(
     settings: Settings, metrics: Metrics, on_fatal: Callable[[str], None]
 ) -> Aligner | None:
-    backend = backends.aligner(settings)
+    backend = roles.aligner(settings)
     if backend is None:
         return None
     supervisor = Supervisor(backend, settings, metrics, on_fatal)
@@ -55,7 +56,7 @@ def create_app(
 ) -> FastAPI:
     """Build an independent app; `on_fatal` is told when the backend cannot be made to serve."""
     metrics = Metrics()
-    supervisor = Supervisor(backends.asr(settings, vllm_args), settings, metrics, on_fatal)
+    supervisor = Supervisor(roles.asr(settings, vllm_args), settings, metrics, on_fatal)
     upstream = Upstream(settings, supervisor)
     state = AppState(
         settings=settings,

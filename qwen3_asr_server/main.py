@@ -11,16 +11,16 @@ from collections.abc import Sequence
 import uvicorn
 
 from .app import create_app
-from .protocol import DenialAwareWebSocketsProtocol, guarded_protocol
+from .middleware.drain import ANSWER_GRACE, Drain
+from .middleware.uvicorn_protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 from .settings import parse_args
-from .shutdown import ANSWER_GRACE, Drain
 
 logger = logging.getLogger("qwen3_asr_server")
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number, from glibc's malloc.h
 
 
 class Server(uvicorn.Server):
-    """uvicorn that drains the app (see `shutdown`) before its own shutdown begins."""
+    """uvicorn that drains the app (see `middleware.drain`) before its own shutdown begins."""
 
     def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=settings.log_level,
         # Only what the drain did not cover: a request still being uploaded, an idle connection.
         timeout_graceful_shutdown=ANSWER_GRACE,
-        access_log=False,  # access_log.AccessLog writes one line per request, with its id
+        access_log=False,  # middleware.access_log writes one line per request, with its id
     )
     server = Server(config, app.state.asr.drain)
     # Bind before the lifespan launches vLLM: a busy port should cost nothing but a message.

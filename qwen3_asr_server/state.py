@@ -10,13 +10,13 @@ from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
-    from .aligner import Aligner
+    from .backend.aligner import Aligner
+    from .backend.supervisor import Supervisor
+    from .backend.upstream import Upstream
     from .catalog import Catalog
     from .metrics import Metrics
+    from .middleware.drain import Drain
     from .settings import Settings
-    from .shutdown import Drain
-    from .supervisor import Supervisor
-    from .upstream import Upstream
 
 
 @dataclass

@@ -38,7 +38,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qwen3_asr_server import launch  # noqa: E402
+from qwen3_asr_server.backend import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
 from tests.fixtures.process import descendants, memory  # noqa: E402

@@ -9,13 +9,15 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from .. import access_log, alignment, audio, formats, forms, limits
-from ..aligner import Aligner
+from .. import alignment, audio
 from ..auth import require_api_key
+from ..backend.aligner import Aligner
 from ..errors import invalid
+from ..middleware import access_log, body_limits
 from ..state import AppState, State
-from ..streaming import TranscriptStream
-from ..transcribe import Options, transcribe
+from ..transcription import form, responses
+from ..transcription.streaming import TranscriptStream
+from ..transcription.transcribe import Options, transcribe
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
@@ -41,11 +43,11 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     settings = state.settings
-    async with request.form(max_files=1, max_fields=32) as form:
-        options = forms.parse(form, translation=translation)
+    async with request.form(max_files=1, max_fields=32) as fields:
+        options = form.parse(fields, translation=translation)
         state.catalog.resolve(options.model)
         aligner = _aligner_for(state, options)
-        limits.check_upload(options.upload, state.upload_limit)
+        body_limits.check_upload(options.upload, state.upload_limit)
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
         state.upstream.check_ready()  # no decoding for a backend that cannot answer
@@ -64,7 +66,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         language=options.language,
         context=options.prompt,
         temperature=options.temperature,
-        timed=options.response_format in forms.TIMED_FORMATS,
+        timed=options.response_format in form.TIMED_FORMATS,
         logprobs=options.logprobs,
         # a piece is aligned in one pass: it must fit the aligner's window too
         window=min(settings.segment_seconds, alignment.MAX_SECONDS)
@@ -90,7 +92,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     if translation:
         spoken = f" ({transcript.language})" if transcript.language else ""
         note = TRANSLATION_NOTE.format(language=spoken)
-    return formats.render(
+    return responses.render(
         transcript,
         options.response_format,
         task="translate" if translation else "transcribe",
@@ -101,7 +103,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     )
 
 
-def _aligner_for(state: AppState, options: forms.AudioRequest) -> Aligner | None:
+def _aligner_for(state: AppState, options: form.AudioRequest) -> Aligner | None:
     """The aligner, when this request needs word times: for its `words`, or, with an aligner
     on, for subtitle cues cut at sentence ends (which fall back to one cue per segment in a
     language the aligner does not know). A 400 when words cannot be had."""

@@ -26,7 +26,7 @@ from ..cleaning import LogprobFilter, StreamCleaner, clean
 from ..errors import APIError, invalid
 from ..prompt import sanitize_messages
 from ..state import State
-from ..streaming import sse
+from ..transcription.streaming import sse
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 

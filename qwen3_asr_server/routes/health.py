@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
+from ..backend.supervisor import Supervisor
 from ..errors import RETRY_AFTER_SECONDS
 from ..state import State
-from ..supervisor import Supervisor
 
 router = APIRouter()
 

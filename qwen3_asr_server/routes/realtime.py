@@ -19,10 +19,10 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from ..auth import bearer, check_key
 from ..errors import APIError, response
-from ..realtime import ClientGone, Session
-from ..realtime_config import EventError, parse_client_event
-from ..realtime_events import event_error
-from ..shutdown import shutting_down
+from ..middleware.drain import shutting_down
+from ..realtime.client_events import EventError, parse_client_event
+from ..realtime.server_events import event_error
+from ..realtime.session import ClientGone, Session
 from ..state import AppState, get_state
 
 logger = logging.getLogger(__name__)

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from qwen3_asr_server import backends
-from qwen3_asr_server.aligner import Aligner
 from qwen3_asr_server.alignment import Word
+from qwen3_asr_server.backend import roles
+from qwen3_asr_server.backend.aligner import Aligner
+from qwen3_asr_server.backend.supervisor import Supervisor
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.supervisor import Supervisor
 from tests.conftest import ready
 from tests.fixtures.audio import wav
 from tests.fixtures.servers import ThreadedServer
@@ -33,7 +33,7 @@ def standin() -> Iterator[tuple[StandInAligner, str]]:
 async def client(url: str, wait: bool = True) -> AsyncIterator[Aligner]:
     """The aligner client, its supervisor watching `url` (and, with `wait`, seeing it ready)."""
     settings = Settings(aligner_url=url)
-    backend = backends.aligner(settings)
+    backend = roles.aligner(settings)
     assert backend is not None
     supervisor = Supervisor(backend, settings, Metrics(), on_fatal=print)
     supervisor.start()

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from qwen3_asr_server.alignment import CHAT_TEMPLATE
-from qwen3_asr_server.launch import ALIGNER_ARCHITECTURE
+from qwen3_asr_server.backend.launch import ALIGNER_ARCHITECTURE
 from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, gone, install_launcher
 

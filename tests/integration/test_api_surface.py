@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import openai
 import pytest
 
-from qwen3_asr_server.launch import free_port
+from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.settings import Settings
 from tests.conftest import MODEL, Harness, start_harness
 from tests.fixtures.audio import wav

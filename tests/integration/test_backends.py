@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from qwen3_asr_server.backends import ALIGNER, Backend
-from qwen3_asr_server.launch import Launch
+from qwen3_asr_server.backend.launch import Launch
+from qwen3_asr_server.backend.roles import ALIGNER, Backend
+from qwen3_asr_server.backend.supervisor import Supervisor
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.supervisor import Supervisor
 
 
 async def test_a_supervisor_that_fails_unexpectedly_ends_the_server() -> None:

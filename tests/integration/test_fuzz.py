@@ -31,8 +31,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.forms import FORMATS
 from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.transcription.form import FORMATS
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import corpus

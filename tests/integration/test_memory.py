@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 import pytest
 
-from qwen3_asr_server.admission import DEFAULT_LIMIT
+from qwen3_asr_server.backend.admission import DEFAULT_LIMIT
 from tests.fixtures.audio import wav
 from tests.fixtures.process import REPO, ServerProcess, memory
 

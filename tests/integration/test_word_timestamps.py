@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from qwen3_asr_server.launch import free_port
+from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.subtitles import timestamp
 from tests.conftest import MODEL, Harness, app_before, ready
 from tests.fixtures.containers import encode, speech_like

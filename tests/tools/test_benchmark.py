@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import benchmark
-from qwen3_asr_server.launch import free_port
+from qwen3_asr_server.backend.launch import free_port
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures import containers
 from tests.fixtures.audio import wav

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.launch import free_port
+from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.settings import Settings
 from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav

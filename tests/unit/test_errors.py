@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from qwen3_asr_server.backend.upstream import upstream_error
 from qwen3_asr_server.errors import APIError, error_type
-from qwen3_asr_server.upstream import upstream_error
 
 
 @pytest.mark.parametrize(

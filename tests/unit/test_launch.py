@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen3_asr_server import launch
+from qwen3_asr_server.backend import launch
 from qwen3_asr_server.settings import parse_args
 
 

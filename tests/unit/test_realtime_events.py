@@ -47,9 +47,9 @@ from openai.types.realtime.realtime_conversation_item_user_message import (
 )
 
 from qwen3_asr_server import languages
-from qwen3_asr_server import realtime_events as events
-from qwen3_asr_server.realtime_config import SEMANTIC_SILENCE_MS
-from qwen3_asr_server.realtime_events import EventError, ServerVad, SessionConfig
+from qwen3_asr_server.realtime import server_events as events
+from qwen3_asr_server.realtime.client_events import SEMANTIC_SILENCE_MS
+from qwen3_asr_server.realtime.server_events import EventError, ServerVad, SessionConfig
 
 GA = SessionConfig()
 BETA = SessionConfig(beta=True)

@@ -8,14 +8,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from qwen3_asr_server.segmentation import FLOOR_DBFS, FRAME_SECONDS, MIN_SPEECH_SECONDS
-from qwen3_asr_server.vad import (
+from qwen3_asr_server.realtime.vad import (
     SpeechDetector,
     SpeechStarted,
     SpeechStopped,
     VadEvent,
     threshold_dbfs,
 )
+from qwen3_asr_server.segmentation import FLOOR_DBFS, FRAME_SECONDS, MIN_SPEECH_SECONDS
 from tests.fixtures.containers import speech_like
 
 RATE = 16_000

@@ -3,7 +3,7 @@
 Readiness is what vLLM itself answers on `/health`, polled, plus the exit of its process,
 watched. A backend given by URL is not launched; only the polling runs. A backend that
 cannot start at all is fatal: `on_fatal` gets one line saying why and the server exits.
-The server runs one supervisor per backend (see `backends`).
+The server runs one supervisor per backend (see `roles`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 import httpx
 
+from ..errors import unavailable
+from ..metrics import Metrics
+from ..settings import Settings
 from . import launch
-from .backends import ASR, Backend
-from .errors import unavailable
-from .metrics import Metrics
-from .settings import Settings
+from .roles import ASR, Backend
 
 logger = logging.getLogger(__name__)
 

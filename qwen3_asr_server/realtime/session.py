@@ -22,16 +22,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import realtime_events as events
-from . import vllm_realtime
-from .audio import RATE, Audio, Resampler
-from .errors import APIError
-from .realtime_config import EventError, ServerVad, SessionConfig, apply_update, client_event_id
-from .state import AppState
-from .streaming import TranscriptStream
-from .transcribe import Options
+from ..audio import RATE, Audio, Resampler
+from ..backend import vllm_realtime
+from ..backend.vllm_realtime import LiveUtterance
+from ..errors import APIError
+from ..state import AppState
+from ..transcription.streaming import TranscriptStream
+from ..transcription.transcribe import Options
+from . import server_events as events
+from .client_events import EventError, ServerVad, SessionConfig, apply_update, client_event_id
 from .vad import SpeechDetector, SpeechStarted, SpeechStopped
-from .vllm_realtime import LiveUtterance
 
 logger = logging.getLogger(__name__)
 

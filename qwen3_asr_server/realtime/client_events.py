@@ -4,7 +4,7 @@ Two dialects reach `/v1/realtime?intent=transcription`: the GA one (`session.upd
 `session.type == "transcription"`, answered by `session.created` / `session.updated`) and the
 older beta one (`transcription_session.update`, answered by `transcription_session.*`). Both
 configure the same `SessionConfig`; `beta` records which one the client speaks. Server events
-are built in `realtime_events`. No I/O here.
+are built in `server_events`. No I/O here.
 
 Update semantics follow OpenAI's: a field left out of an update keeps its value, at every
 level (OpenAI documents this for `noise_reduction.strength`); an explicit `null`
@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from . import languages
-from .languages import Language
+from .. import languages
+from ..languages import Language
 
 DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
 SAMPLE_RATES = (16_000, 24_000)

@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from .errors import APIError
-from .metrics import Metrics
+from ..errors import APIError
+from ..metrics import Metrics
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1

@@ -16,15 +16,15 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import prompt, segmentation
-from .aligner import Aligner
-from .alignment import Word
-from .audio import RATE, Audio
-from .cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
-from .errors import APIError
-from .languages import Language
-from .segmentation import Span
-from .upstream import Upstream
+from .. import prompt, segmentation
+from ..alignment import Word
+from ..audio import RATE, Audio
+from ..backend.aligner import Aligner
+from ..backend.upstream import Upstream
+from ..cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
+from ..errors import APIError
+from ..languages import Language
+from ..segmentation import Span
 
 T = TypeVar("T")
 # Written without spaces between words: pieces join without one.

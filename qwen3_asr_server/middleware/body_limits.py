@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from starlette.datastructures import UploadFile
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import APIError
+from ..errors import APIError
 
 MIB = 1 << 20
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from .errors import APIError
+from ..errors import APIError
 
 logger = logging.getLogger(__name__)
 

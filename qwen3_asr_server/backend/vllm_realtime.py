@@ -26,8 +26,8 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from .cleaning import SegmentedCleaner
-from .errors import APIError, unavailable
+from ..cleaning import SegmentedCleaner
+from ..errors import APIError, unavailable
 
 PATH = "/v1/realtime"
 OPEN_TIMEOUT = 10.0  # seconds for vLLM's handshake

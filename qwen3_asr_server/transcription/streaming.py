@@ -15,12 +15,12 @@ from typing import Any
 
 import orjson
 
-from .audio import Audio
-from .cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
-from .errors import APIError, unavailable
-from .segmentation import Span
+from ..audio import Audio
+from ..backend.upstream import Upstream
+from ..cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
+from ..errors import APIError, unavailable
+from ..segmentation import Span
 from .transcribe import Options, joiner, plan, request_body
-from .upstream import Upstream
 
 DELTA = "transcript.text.delta"
 DONE = "transcript.text.done"

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import orjson
 
-from . import alignment
-from .alignment import Word
-from .errors import APIError, unavailable
+from .. import alignment
+from ..alignment import Word
+from ..errors import APIError, unavailable
 from .supervisor import Supervisor
 
 POOLING_PATH = "/pooling"

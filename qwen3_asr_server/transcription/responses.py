@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from . import alignment, subtitles
+from .. import alignment, subtitles
 from .transcribe import Segment, Transcript
 
 CONTENT_TYPES = {

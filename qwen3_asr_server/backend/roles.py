@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..settings import Settings
 from . import launch
-from .settings import Settings
 
 ASR = "asr"
 ALIGNER = "aligner"

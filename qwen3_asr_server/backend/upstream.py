@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import orjson
 
+from ..errors import APIError, unavailable
+from ..settings import Settings
 from .admission import DEFAULT_LIMIT, Admission
-from .errors import APIError, unavailable
-from .settings import Settings
 from .supervisor import Supervisor
 
 CHAT_PATH = "/v1/chat/completions"

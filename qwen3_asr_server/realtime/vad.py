@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from qwen3_asr_server.segmentation import FLOOR_DBFS, FRAME_SECONDS, MIN_SPEECH_SECONDS
+from ..segmentation import FLOOR_DBFS, FRAME_SECONDS, MIN_SPEECH_SECONDS
 
 THRESHOLD_RANGE_DB = 30.0  # OpenAI's threshold 0..1 spans FLOOR_DBFS..FLOOR_DBFS + this
 _FULL_SCALE = 32768

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from starlette.datastructures import FormData, UploadFile
 
-from . import languages
-from .errors import invalid
-from .languages import Language
+from .. import languages
+from ..errors import invalid
+from ..languages import Language
 
 FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 TIMED_FORMATS = frozenset({"srt", "verbose_json", "vtt"})

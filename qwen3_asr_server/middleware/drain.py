@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .errors import APIError, response
-from .upstream import Upstream
+from ..backend.upstream import Upstream
+from ..errors import APIError, response
 
 logger = logging.getLogger(__name__)
 
