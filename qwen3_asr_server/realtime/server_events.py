@@ -2,7 +2,7 @@
 
 Shapes follow the openai SDK's types (`openai.types.realtime`, and `openai.types.beta.realtime`
 for beta clients); every event gets a fresh `event_id`. Client events are parsed in
-`client_events`, whose public names are re-exported here so that a session needs one import.
+`client_events`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .client_events import DEFAULT_SAMPLE_RATE as DEFAULT_SAMPLE_RATE
-from .client_events import LOGPROBS
-from .client_events import EventError as EventError
-from .client_events import ServerVad as ServerVad
-from .client_events import SessionConfig as SessionConfig
-from .client_events import apply_update as apply_update
-from .client_events import client_event_id as client_event_id
-from .client_events import parse_client_event as parse_client_event
+from .client_events import LOGPROBS, EventError, SessionConfig
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _SESSION_OBJECT = "realtime.transcription_session"

@@ -33,9 +33,9 @@ from starlette.responses import Response
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.transcription.form import FORMATS
-from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import corpus
+from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.standin import StandIn
 
 FUZZ = settings(

@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
-from tests.conftest import MODEL, Harness, start_harness
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import MODEL, Harness, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 

@@ -20,9 +20,9 @@ import pytest
 
 import benchmark
 from qwen3_asr_server.backend.launch import free_port
-from tests.conftest import MODEL, LiveServer
 from tests.fixtures import containers
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import run_script
 from tests.fixtures.standin import StandIn
 

@@ -15,9 +15,9 @@ import pytest
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.settings import Settings
-from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn

@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 
 from qwen3_asr_server import audio
 from qwen3_asr_server.errors import APIError
-from tests.conftest import MODEL, LiveServer
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import JOINED_MP3, OK, Case, corpus
 from tests.fixtures.containers import CONTAINERS, encode, tone
+from tests.fixtures.harness import MODEL, LiveServer
+from tests.fixtures.process import REPO
 from tests.fixtures.standin import StandIn
 
 CORPUS = corpus()
@@ -112,10 +113,9 @@ def test_decoding_the_corpus_takes_little_memory() -> None:
     Before the sample-rate bounds, one 8 KB WAV "at 1 Hz" or "at 100 MHz" made FFmpeg's
     resampler take hundreds of MB.
     """
-    root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
         [sys.executable, "-c", _MEASURE],
-        cwd=root,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,

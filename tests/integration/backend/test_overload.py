@@ -8,8 +8,8 @@ import re
 import httpx
 import pytest
 
-from tests.conftest import MODEL, Harness, app_before
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn
 
 CLIP = wav(1.0)

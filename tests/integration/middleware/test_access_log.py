@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from qwen3_asr_server.settings import Settings
-from tests.conftest import MODEL, Harness, start_harness
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import MODEL, Harness, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 

@@ -20,8 +20,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.routes import realtime as realtime_route
-from tests.conftest import MODEL, LiveServer
 from tests.fixtures.containers import speech_like
+from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
 from tests.fixtures.standin import StandIn
 

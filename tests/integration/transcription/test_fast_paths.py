@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from qwen3_asr_server import audio
-from tests.conftest import MODEL, Harness, app_before
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn
 
 

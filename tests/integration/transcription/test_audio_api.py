@@ -5,8 +5,8 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.conftest import Harness
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import Harness
 
 SPEECH = wav(1.0)
 

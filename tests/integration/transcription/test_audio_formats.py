@@ -15,9 +15,9 @@ import pytest
 
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.subtitles import timestamp
-from tests.conftest import MODEL, Harness, app_before, start_harness
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import CONTAINERS, encode, speech_like
+from tests.fixtures.harness import MODEL, Harness, app_before, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 

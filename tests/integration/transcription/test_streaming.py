@@ -14,9 +14,9 @@ import pytest
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
-from tests.conftest import MODEL, Harness, app_before
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 

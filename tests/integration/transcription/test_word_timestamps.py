@@ -10,8 +10,8 @@ import pytest
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.subtitles import timestamp
-from tests.conftest import MODEL, Harness, app_before, ready
 from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.harness import MODEL, Harness, app_before, ready
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner, expected_bins

@@ -1,4 +1,4 @@
-"""qwen3_asr_server.aligner against a stand-in of the aligner's vLLM, over real HTTP."""
+"""qwen3_asr_server.backend.aligner against a stand-in of the aligner's vLLM, over real HTTP."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from qwen3_asr_server.backend.supervisor import Supervisor
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.settings import Settings
-from tests.conftest import ready
 from tests.fixtures.audio import wav
+from tests.fixtures.harness import ready
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner
 
