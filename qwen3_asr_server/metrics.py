@@ -94,6 +94,12 @@ class Metrics:
             registry=self.registry,
         )
 
+    def transcribed(self, seconds: float, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count one finished transcription: an upload's, or a Realtime utterance's."""
+        self.audio_seconds.inc(seconds)
+        self.tokens.labels(kind="prompt").inc(prompt_tokens)
+        self.tokens.labels(kind="completion").inc(completion_tokens)
+
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 

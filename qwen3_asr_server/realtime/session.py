@@ -300,15 +300,11 @@ class Session:
                 await self._transcribe(await self._queue.get())
 
     async def _transcribe(self, utterance: _Utterance) -> None:
-        settings = self.state.settings
-        options = Options(
+        options = Options.from_settings(
+            self.state.settings,
             language=self.config.language,
             context=self._context(),
-            temperature=0.0,
-            timed=False,
             logprobs=self.config.logprobs,
-            window=settings.segment_seconds,
-            concurrency=settings.segment_concurrency,
         )
         stream = TranscriptStream(self.state.upstream, utterance.audio, options, self.request_id)
         item_id = utterance.item_id
@@ -386,10 +382,7 @@ class Session:
             events.transcription_completed(item_id, transcript, usage, logprobs=logprobs)
         )
         self._remember(transcript)
-        metrics = self.state.metrics
-        metrics.audio_seconds.inc(seconds)
-        metrics.tokens.labels(kind="prompt").inc(tokens[0])
-        metrics.tokens.labels(kind="completion").inc(tokens[1])
+        self.state.metrics.transcribed(seconds, *tokens)
 
     def _context(self) -> str | None:
         earlier = " ".join(self._history)[-MAX_CONTEXT_CHARS:]

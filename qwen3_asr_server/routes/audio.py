@@ -62,17 +62,13 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
                     audio.decode, options.upload.file, settings.max_audio_seconds
                 )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
-    work = Options(
+    work = Options.from_settings(
+        settings,
         language=options.language,
         context=options.prompt,
         temperature=options.temperature,
         timed=options.response_format in form.TIMED_FORMATS,
         logprobs=options.logprobs,
-        # a piece is aligned in one pass: it must fit the aligner's window too
-        window=min(settings.segment_seconds, alignment.MAX_SECONDS)
-        if aligner
-        else settings.segment_seconds,
-        concurrency=settings.segment_concurrency,
         aligner=aligner,
     )
     if options.stream:
@@ -85,7 +81,9 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
             background=BackgroundTask(stream.close),  # also when the stream never started
         )
     transcript = await transcribe(state.upstream, decoded, work, request.state.request_id)
-    _count(state, transcript.duration, transcript.prompt_tokens, transcript.completion_tokens)
+    state.metrics.transcribed(
+        transcript.duration, transcript.prompt_tokens, transcript.completion_tokens
+    )
     if settings.log_transcripts:
         access_log.log_transcript(request.state.request_id, transcript.text)
     note = None
@@ -137,13 +135,6 @@ async def _counted(
 ) -> AsyncIterator[str]:
     async for event in stream.events():
         yield event
-    _count(state, seconds, stream.prompt_tokens, stream.completion_tokens)
+    state.metrics.transcribed(seconds, stream.prompt_tokens, stream.completion_tokens)
     if state.settings.log_transcripts and stream.text is not None:
         access_log.log_transcript(request_id, stream.text)
-
-
-def _count(state: AppState, seconds: float, prompt_tokens: int, completion_tokens: int) -> None:
-    metrics = state.metrics
-    metrics.audio_seconds.inc(seconds)
-    metrics.tokens.labels(kind="prompt").inc(prompt_tokens)
-    metrics.tokens.labels(kind="completion").inc(completion_tokens)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import prompt, segmentation
+from .. import alignment, prompt, segmentation
 from ..alignment import Word
 from ..audio import RATE, Audio
 from ..backend.aligner import Aligner
@@ -25,6 +25,7 @@ from ..cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
 from ..errors import APIError
 from ..languages import Language
 from ..segmentation import Span
+from ..settings import Settings
 
 T = TypeVar("T")
 # Written without spaces between words: pieces join without one.
@@ -41,6 +42,34 @@ class Options:
     window: float  # seconds the model takes at once
     concurrency: int  # pieces of this request in flight upstream
     aligner: Aligner | None = None  # set when word times are wanted (words, or cues)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        language: Language | None,
+        context: str | None,
+        temperature: float = 0.0,
+        timed: bool = False,
+        logprobs: bool = False,
+        aligner: Aligner | None = None,
+    ) -> Options:
+        """A request's options with the server's window and concurrency; a piece that is to
+        be aligned is aligned in one pass, so it must fit the aligner's window too."""
+        window = settings.segment_seconds
+        if aligner is not None:
+            window = min(window, alignment.MAX_SECONDS)
+        return cls(
+            language=language,
+            context=context,
+            temperature=temperature,
+            timed=timed,
+            logprobs=logprobs,
+            window=window,
+            concurrency=settings.segment_concurrency,
+            aligner=aligner,
+        )
 
 
 @dataclass(frozen=True)
