@@ -164,7 +164,7 @@ def transcription_completed(
     content_index: int = 0,
     logprobs: LogProbs | None = None,
 ) -> Event:
-    """The whole transcript of an item. `usage`: see `token_usage`."""
+    """The whole transcript of an item. `usage`: see `transcription.responses.token_usage`."""
     fields: dict[str, Any] = {
         "item_id": item_id,
         "content_index": content_index,
@@ -174,16 +174,6 @@ def transcription_completed(
     if logprobs is not None:
         fields["logprobs"] = list(logprobs)
     return _event("conversation.item.input_audio_transcription.completed", **fields)
-
-
-def token_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """OpenAI's usage for gpt-4o-transcribe-style models, as the HTTP streaming route reports."""
-    return {
-        "type": "tokens",
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": input_tokens + output_tokens,
-    }
 
 
 def transcription_failed(

@@ -27,6 +27,7 @@ from ..backend import vllm_realtime
 from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..state import AppState
+from ..transcription.responses import token_usage
 from ..transcription.streaming import TranscriptStream
 from ..transcription.transcribe import Options
 from . import server_events as events
@@ -377,7 +378,7 @@ class Session:
         tokens: tuple[int, int],
         logprobs: list[dict[str, Any]] | None,
     ) -> None:
-        usage = events.token_usage(*tokens)
+        usage = token_usage(*tokens)
         await self._send(
             events.transcription_completed(item_id, transcript, usage, logprobs=logprobs)
         )

@@ -22,6 +22,17 @@ def duration_usage(seconds: float) -> dict[str, Any]:
     return {"type": "duration", "seconds": round(seconds, 3)}
 
 
+def token_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """OpenAI's usage for gpt-4o-transcribe-style models: tokens read (audio included) and
+    written. Streamed transcriptions and Realtime transcripts report it."""
+    return {
+        "type": "tokens",
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
 def compression_ratio(text: str) -> float:
     """Whisper's repetition signal: raw bytes over zlib-compressed bytes."""
     raw = text.encode()

@@ -20,6 +20,7 @@ from ..backend.upstream import Upstream
 from ..cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
 from ..errors import APIError, unavailable
 from ..segmentation import Span
+from .responses import token_usage
 from .transcribe import Options, joiner, plan, request_body
 
 DELTA = "transcript.text.delta"
@@ -128,12 +129,7 @@ class TranscriptStream:
             return
         finally:
             await self.close()  # `texts()` closes too, but only if it is iterated to its end
-        usage = {
-            "type": "tokens",
-            "input_tokens": self.prompt_tokens,
-            "output_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        }
+        usage = token_usage(self.prompt_tokens, self.completion_tokens)
         done: dict[str, Any] = {"type": DONE, "text": self.text, "usage": usage}
         if self.options.logprobs:
             done["logprobs"] = logprobs

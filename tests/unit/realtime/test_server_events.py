@@ -49,6 +49,7 @@ from qwen3_asr_server.realtime.client_events import (
     EventError,
     SessionConfig,
 )
+from qwen3_asr_server.transcription.responses import token_usage
 
 GA = SessionConfig()
 BETA = SessionConfig(beta=True)
@@ -133,7 +134,7 @@ def test_transcription_delta(model: type[pydantic.BaseModel]) -> None:
     "model", [ConversationItemInputAudioTranscriptionCompletedEvent, BetaCompleted]
 )
 def test_transcription_completed(model: type[pydantic.BaseModel]) -> None:
-    usage = events.token_usage(input_tokens=40, output_tokens=3)
+    usage = token_usage(input_tokens=40, output_tokens=3)
     built = events.transcription_completed("item_a", "Hello.", usage, logprobs=LOGPROBS)
     parsed = sdk(model, built)
     assert (parsed.item_id, parsed.transcript, parsed.content_index) == ("item_a", "Hello.", 0)
