@@ -84,6 +84,14 @@ class StreamCleaner:
         """The model said `language None`: nothing it writes is transcript."""
         return self._silent
 
+    @property
+    def spoken_language(self) -> str | None:
+        """The language the model heard, as it named it; None when it named none, or heard
+        no speech (`language None`)."""
+        if self._silent or self.language is None:
+            return None
+        return self.language.strip()
+
     def finish(self) -> str:
         """Flush what was held back: an answer that ended while it still looked like a prefix."""
         if self._silent or self._decided:
@@ -178,14 +186,15 @@ def _head_start(text: str) -> int | None:
 @dataclass(frozen=True)
 class Cleaned:
     text: str
-    language: str | None  # as the model named it ("English"), if it did
+    language: str | None  # as the model named it ("English", "None"), if it did
+    spoken_language: str | None  # see StreamCleaner.spoken_language
 
 
 def clean(raw: str) -> Cleaned:
     """The client-visible text of one whole answer."""
     cleaner = StreamCleaner()
     text = (cleaner.feed(raw) + cleaner.finish()).rstrip()
-    return Cleaned(text, cleaner.language)
+    return Cleaned(text, cleaner.language, cleaner.spoken_language)
 
 
 class LogprobFilter:

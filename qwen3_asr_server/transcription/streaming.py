@@ -17,7 +17,7 @@ import orjson
 
 from ..audio import Audio
 from ..backend.upstream import Upstream
-from ..cleaning import NO_SPEECH, LogprobFilter, StreamCleaner, transcription_logprob
+from ..cleaning import LogprobFilter, StreamCleaner, transcription_logprob
 from ..errors import APIError, unavailable
 from ..segmentation import Span
 from .responses import token_usage
@@ -186,8 +186,8 @@ async def _relay(events: AsyncIterable[dict[str, Any]], queue: asyncio.Queue[_It
                 text += cleaner.finish()
                 logprobs += kept.finish()
             if text or logprobs:
-                language = cleaner.language if cleaner.language != NO_SPEECH else None
                 entries = [transcription_logprob(entry) for entry in logprobs]
+                language = cleaner.spoken_language
                 queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
     if not finished:
         return _Item(error=unavailable("The speech backend ended the stream before the end."))

@@ -21,7 +21,7 @@ from ..alignment import Word
 from ..audio import RATE, Audio
 from ..backend.aligner import Aligner
 from ..backend.upstream import Upstream
-from ..cleaning import NO_SPEECH, LogprobFilter, clean, transcription_logprob
+from ..cleaning import LogprobFilter, clean, transcription_logprob
 from ..errors import APIError
 from ..languages import Language
 from ..segmentation import Span
@@ -205,10 +205,9 @@ async def _transcribe_span(
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
         logprobs=[transcription_logprob(e) for e in kept.feed(entries) + kept.finish()],
     )
-    language = cleaned.language if cleaned.language != NO_SPEECH else None
     return _Piece(
         segment,
-        language.strip() if language else None,
+        cleaned.spoken_language,
         int(usage.get("prompt_tokens") or 0),
         int(usage.get("completion_tokens") or 0),
     )
