@@ -22,7 +22,7 @@ _PREFIX = re.compile(r"language (?:([^<\n]{0,40})<asr_text>|([A-Z][a-z]+),?\n)")
 _MAX_NAME = 41  # 40 name characters and an optional comma
 # Mid-answer only a one-word name counts: "the language English is fine." is transcript
 _SEGMENT = re.compile(r"language ([A-Za-z]{1,20})<asr_text>")
-_CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")
+CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")  # ChatML's <|im_end|>, <|audio_pad|>, ...
 
 
 def _could_become_prefix(head: str) -> bool:
@@ -214,7 +214,7 @@ class LogprobFilter:
         kept: list[dict[str, Any]] = []
         for entry in entries:
             token = entry.get("token") if isinstance(entry, dict) else None
-            if not isinstance(token, str) or _CONTROL_TOKEN.fullmatch(token):
+            if not isinstance(token, str) or CONTROL_TOKEN.fullmatch(token):
                 continue
             if self._cleaner.decided:
                 kept += [] if self._cleaner.silent else [entry]

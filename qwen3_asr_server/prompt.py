@@ -13,10 +13,9 @@ import base64
 import re
 from typing import Any
 
-from .cleaning import ASR_TEXT_TAG
+from .cleaning import ASR_TEXT_TAG, CONTROL_TOKEN
 from .languages import Language
 
-_CONTROL_TOKEN = re.compile(r"<\|[^|]*\|>")
 _PREFILL = re.compile(r"language [A-Za-z]+" + re.escape(ASR_TEXT_TAG))  # a forced language
 # Message fields that carry media, not text: never rewritten.
 _MEDIA_KEYS = frozenset({"type", "input_audio", "audio_url", "image_url", "video_url"})
@@ -32,7 +31,7 @@ def remove_control_tokens(text: str) -> str:
     previous = None
     while previous != text:
         previous = text
-        text = _CONTROL_TOKEN.sub("", text).replace(ASR_TEXT_TAG, "")
+        text = CONTROL_TOKEN.sub("", text).replace(ASR_TEXT_TAG, "")
     return text
 
 
