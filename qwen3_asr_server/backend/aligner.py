@@ -16,10 +16,11 @@ import orjson
 
 from .. import alignment
 from ..alignment import Word
-from ..errors import APIError, unavailable
+from .failures import failed, reaching
 from .supervisor import Supervisor
 
 POOLING_PATH = "/pooling"
+BACKEND = "The aligner"  # how errors name it
 
 
 class Aligner:
@@ -28,6 +29,7 @@ class Aligner:
     def __init__(self, supervisor: Supervisor, segment_time: float, timeout: float) -> None:
         self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
+        self.timeout = timeout
         # the body is written with orjson, so httpx does not know it is JSON; vLLM insists
         headers = {"Content-Type": "application/json", **supervisor.backend.headers}
         self._client = httpx.AsyncClient(base_url=supervisor.url, headers=headers, timeout=timeout)
@@ -58,19 +60,13 @@ class Aligner:
         }
         if self.supervisor.upstream_model is not None:  # else vLLM takes the one it serves
             body["model"] = self.supervisor.upstream_model
-        try:
+        with reaching(BACKEND, self.timeout):
             response = await self._client.post(POOLING_PATH, content=orjson.dumps(body))
-        except httpx.TimeoutException as exc:
-            raise APIError(
-                504, "The aligner did not answer in time.", code="backend_timeout"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise unavailable("The aligner is not reachable; retry shortly.") from exc
         if response.status_code >= 400:
-            raise _failed(f"HTTP {response.status_code}: {response.text[:300]}")
+            raise failed(BACKEND, f"HTTP {response.status_code}: {response.text[:300]}")
         bins = _bins(response)
         if len(bins) != 2 * len(units):
-            raise _failed(f"{len(bins)} rows for {2 * len(units)} timestamps")
+            raise failed(BACKEND, f"{len(bins)} rows for {2 * len(units)} timestamps.")
         return alignment.words(units, bins, self.segment_time, offset)
 
     async def aclose(self) -> None:
@@ -86,8 +82,4 @@ def _bins(response: httpx.Response) -> list[int]:
         data = response.content[int(item["start"]) : int(item["end"])]
         return alignment.best_bins(data, (rows, classes))
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise _failed(f"an answer that is not vLLM's bytes encoding ({exc!r})") from exc
-
-
-def _failed(reason: str) -> APIError:
-    return APIError(502, f"The aligner failed: {reason}.", code="backend_error")
+        raise failed(BACKEND, f"an answer that is not vLLM's bytes encoding ({exc!r}).") from exc

@@ -16,6 +16,7 @@ import orjson
 from ..errors import APIError, unavailable
 from ..settings import Settings
 from .admission import DEFAULT_LIMIT, Admission
+from .failures import SPEECH_BACKEND, failed, reaching
 from .supervisor import Supervisor
 
 CHAT_PATH = "/v1/chat/completions"
@@ -43,7 +44,7 @@ def upstream_error(status: int, payload: Any) -> APIError:
         )
     if status in (429, 503):
         return unavailable(f"The speech backend is busy or restarting: {message}")
-    return APIError(502, f"The speech backend failed: {message}", code="backend_error")
+    return failed(SPEECH_BACKEND, message)
 
 
 class Upstream:
@@ -106,16 +107,8 @@ class Upstream:
         request = self._client.build_request(
             "POST", CHAT_PATH, content=orjson.dumps(body), headers={"X-Request-Id": request_id}
         )
-        try:
+        with reaching(SPEECH_BACKEND, self.timeout):
             response = await self._client.send(request, stream=stream)
-        except httpx.TimeoutException as exc:
-            raise APIError(
-                504,
-                f"The speech backend did not answer within {self.timeout:.0f} s.",
-                code="backend_timeout",
-            ) from exc
-        except httpx.TransportError as exc:
-            raise unavailable("The speech backend is not reachable; retry shortly.") from exc
         if response.status_code >= 400:
             await response.aread()
             await response.aclose()
@@ -132,7 +125,7 @@ class Upstream:
         try:
             data: dict[str, Any] = orjson.loads(response.content)
         except ValueError as exc:
-            raise APIError(502, "The backend sent invalid JSON.", code="backend_error") from exc
+            raise failed(SPEECH_BACKEND, "invalid JSON.") from exc
         return data
 
     async def chat_stream(self, body: Body, request_id: str) -> EventStream:

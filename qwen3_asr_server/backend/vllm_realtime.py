@@ -27,9 +27,11 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ..cleaning import SegmentedCleaner
-from ..errors import APIError, unavailable
+from ..errors import unavailable
+from .failures import SPEECH_BACKEND, failed, unreachable
 
 PATH = "/v1/realtime"
+BACKEND = "vLLM's realtime endpoint"  # how errors name it
 OPEN_TIMEOUT = 10.0  # seconds for vLLM's handshake
 
 
@@ -47,9 +49,9 @@ async def _connect(base_url: str, headers: dict[str, str]) -> ClientConnection:
     except InvalidStatus as exc:
         if exc.response.status_code in (403, 404):
             raise NotOffered from exc
-        raise _failed(f"HTTP {exc.response.status_code} at the handshake") from exc
+        raise failed(BACKEND, f"HTTP {exc.response.status_code} at the handshake.") from exc
     except (OSError, TimeoutError, WebSocketException) as exc:
-        raise unavailable("The speech backend is not reachable; retry shortly.") from exc
+        raise unreachable(SPEECH_BACKEND) from exc
 
 
 async def offered(base_url: str, headers: dict[str, str]) -> bool:
@@ -104,7 +106,7 @@ class LiveUtterance:
                     self.usage = event.get("usage") or {}
                     return
                 elif kind == "error":
-                    raise _failed(str(event.get("error") or "an error event"))
+                    raise failed(BACKEND, f"{event.get('error') or 'an error event'}.")
         except (OSError, WebSocketException) as exc:
             raise unavailable("The speech backend closed the realtime stream.") from exc
         raise unavailable("The speech backend closed the realtime stream before it was done.")
@@ -123,7 +125,3 @@ class LiveUtterance:
         if self._connection is None:
             raise RuntimeError("open() the utterance first")
         return self._connection
-
-
-def _failed(reason: str) -> APIError:
-    return APIError(502, f"vLLM's realtime endpoint failed: {reason}.", code="backend_error")
