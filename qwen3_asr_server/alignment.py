@@ -46,9 +46,16 @@ _SHORT_GAP = 2  # out-of-order bins in a row that take a neighbour's value, not 
 
 @dataclass(frozen=True)
 class Word:
+    """A unit of a transcript with its times; OpenAI's `words` show `word`, `start`, `end`.
+
+    `first` and `last` say where it lies in the text it was aligned with (`Unit`'s), which is
+    where subtitles cut that text."""
+
     word: str
     start: float  # seconds
     end: float
+    first: int
+    last: int
 
 
 @dataclass(frozen=True)
@@ -85,9 +92,9 @@ def units(text: str, language: str | None) -> list[Unit]:
     return found
 
 
-def aligner_text(found: Sequence[str]) -> str:
+def aligner_text(found: Sequence[Unit]) -> str:
     """The text part of the aligner's prompt for these units."""
-    return "".join(f"{unit}{TIMESTAMP}{TIMESTAMP}" for unit in found)
+    return "".join(f"{unit.text}{TIMESTAMP}{TIMESTAMP}" for unit in found)
 
 
 def best_bins(rows: bytes, shape: tuple[int, int]) -> list[int]:
@@ -118,14 +125,14 @@ def repair(bins: Sequence[float]) -> list[float]:
 
 
 def words(
-    found: Sequence[str], bins: Sequence[float], segment_time: float, offset: float = 0.0
+    found: Sequence[Unit], bins: Sequence[float], segment_time: float, offset: float = 0.0
 ) -> list[Word]:
     """Each unit with its times in seconds, `offset` added (where this pass's audio began)."""
     if len(bins) != 2 * len(found):
         raise ValueError(f"{len(found)} units need {2 * len(found)} bins, got {len(bins)}")
     times = [offset + value * segment_time for value in repair(bins)]
     return [
-        Word(unit, round(times[2 * i], 3), round(times[2 * i + 1], 3))
+        Word(unit.text, round(times[2 * i], 3), round(times[2 * i + 1], 3), unit.first, unit.last)
         for i, unit in enumerate(found)
     ]
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from .alignment import Word
+
 LINE_WIDTH = 42  # the usual broadcast limit for one subtitle line
 MAX_CUE_CHARS = 2 * LINE_WIDTH  # two full lines
 MAX_CUE_SECONDS = 7.0  # longer cues outstay the speech they show or are hard to read along
@@ -33,16 +35,6 @@ class Cue:
     start: float  # seconds
     end: float
     text: str
-
-
-@dataclass(frozen=True)
-class TimedSpan:
-    """A word of a text, `text[first:last]`, spoken from `start` to `end` seconds."""
-
-    first: int
-    last: int
-    start: float
-    end: float
 
 
 def timestamp(seconds: float, separator: str) -> str:
@@ -80,7 +72,7 @@ def _wrap_wide(line: str, width: int) -> Iterable[str]:
         yield current.strip()
 
 
-def sentence_cues(text: str, words: Sequence[TimedSpan]) -> list[Cue]:
+def sentence_cues(text: str, words: Sequence[Word]) -> list[Cue]:
     """Cues of whole sentences, split further where one would be too long to read
     (`MAX_CUE_CHARS` columns, `MAX_CUE_SECONDS` from its first word's start to its last's end).
 

@@ -42,7 +42,7 @@ class Aligner:
     ) -> list[Word]:
         """The units of `text` with their times in the recording (`offset`: where `wav`
         begins in it); no request for a text with no word in it."""
-        units = [unit.text for unit in alignment.units(text, language)]
+        units = alignment.units(text, language)
         if not units:
             return []
         audio = {"data": base64.b64encode(wav).decode(), "format": "wav"}

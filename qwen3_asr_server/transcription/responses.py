@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from .. import alignment, subtitles
+from .. import subtitles
 from .transcribe import Segment, Transcript
 
 CONTENT_TYPES = {
@@ -88,16 +88,10 @@ def cues(transcript: Transcript) -> list[subtitles.Cue]:
     else one per segment."""
     found: list[subtitles.Cue] = []
     for segment in transcript.segments:
-        if not segment.words:
+        if segment.words:
+            found += subtitles.sentence_cues(segment.text, segment.words)
+        else:
             found.append(subtitles.Cue(segment.start, segment.end, segment.text))
-            continue
-        # the units the aligner was given, which say where in the text each word lies
-        units = alignment.units(segment.text, transcript.language)
-        timed = [
-            subtitles.TimedSpan(unit.first, unit.last, word.start, word.end)
-            for unit, word in zip(units, segment.words, strict=True)
-        ]
-        found += subtitles.sentence_cues(segment.text, timed)
     return found
 
 

@@ -37,7 +37,7 @@ def test_units_keep_where_a_word_with_punctuation_inside_lies() -> None:
 
 
 def test_aligner_text_puts_two_timestamps_after_every_unit() -> None:
-    assert aligner_text(["Hello", "world"]) == (
+    assert aligner_text(units("Hello world", "English")) == (
         "Hello<timestamp><timestamp>world<timestamp><timestamp>"
     )
     assert aligner_text([]) == ""
@@ -82,10 +82,10 @@ def test_repair_is_fast_and_monotonic_for_an_hour_of_words() -> None:
 
 
 def test_words_take_rows_in_pairs_and_add_the_offset() -> None:
-    found = ["Hello", "world"]
+    found = units("Hello, world.", "English")
     assert words(found, [5, 10, 15, 20], 0.08, offset=30.0) == [
-        Word("Hello", 30.4, 30.8),
-        Word("world", 31.2, 31.6),
+        Word("Hello", 30.4, 30.8, 0, 5),
+        Word("world", 31.2, 31.6, 7, 12),
     ]
     with pytest.raises(ValueError, match="2 units need 4 bins"):
         words(found, [5, 10, 15], 0.08)

@@ -10,11 +10,11 @@ from itertools import pairwise
 
 import pytest
 
+from qwen3_asr_server.alignment import Word
 from qwen3_asr_server.subtitles import (
     MAX_CUE_CHARS,
     MAX_CUE_SECONDS,
     Cue,
-    TimedSpan,
     sentence_cues,
     srt,
     timestamp,
@@ -86,12 +86,12 @@ WORD = r"(?:[^\W_]|')+"  # letters, digits and apostrophes, as the caller cuts w
 
 def timed(
     text: str, times: list[tuple[float, float]] | None = None, pattern: str = WORD
-) -> list[TimedSpan]:
+) -> list[Word]:
     """The words of `text`, word i spoken from i to i + 0.5 s unless `times` says otherwise."""
     found = list(re.finditer(pattern, text))
     times = times or [(i, i + 0.5) for i in range(len(found))]
     return [
-        TimedSpan(match.start(), match.end(), start, end)
+        Word(match.group(), start, end, match.start(), match.end())
         for match, (start, end) in zip(found, times, strict=True)
     ]
 

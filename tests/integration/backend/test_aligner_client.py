@@ -55,9 +55,9 @@ async def test_words_come_from_the_rows_of_vllms_bytes_answer(
         found = await aligner.align(wav(2.0), "Hello, big world.", "English", offset=10.0)
     # three units over 2 s: bins 0/8, 8/17, 17/25 of 80 ms, offset by 10 s
     assert found == [
-        Word("Hello", 10.0, 10.64),
-        Word("big", 10.64, 11.36),
-        Word("world", 11.36, 12.0),
+        Word("Hello", 10.0, 10.64, 0, 5),
+        Word("big", 10.64, 11.36, 7, 10),
+        Word("world", 11.36, 12.0, 11, 16),
     ]
     [request] = fake.requests
     assert request["model"] == fake.model  # the id it lists at /v1/models
