@@ -31,6 +31,7 @@ from ..transcription.responses import token_usage
 from ..transcription.streaming import TranscriptStream
 from ..transcription.transcribe import Options
 from . import server_events as events
+from .buffer import SAMPLE_BYTES, AudioBuffer
 from .client_events import EventError, ServerVad, SessionConfig, apply_update, client_event_id
 from .vad import SpeechDetector, SpeechStarted, SpeechStopped
 
@@ -48,7 +49,6 @@ MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
 TAIL_SECONDS = 0.15  # audio kept after the last loud frame, as segmentation pads its spans
 MAX_QUEUED = 8  # utterances waiting for the worker; more means the backend cannot keep up
 MAX_CONTEXT_CHARS = 1000  # of earlier transcripts, as context for the next utterance
-_SAMPLE = 2  # bytes per 16-bit sample
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,10 @@ class _Live:
     cancelled: bool = False  # the client cleared the buffer: no transcript is wanted
     seconds: float = 0.0
 
-    def send_until(self, session: Session, end: int) -> None:
+    def send_until(self, buffer: AudioBuffer, end: int) -> None:
+        """Hand the relay the audio from where it got to up to stream position `end`."""
         if end > self.sent:
-            self.chunks.put_nowait(session._samples(self.sent, end))
+            self.chunks.put_nowait(buffer.samples(self.sent, end))
             self.seconds += (end - self.sent) / RATE
             self.sent = end
 
@@ -85,9 +86,7 @@ class Session:
         self._send = send
         self._resampler = Resampler(self.config.sample_rate)
         self._detector = self._new_detector()
-        self._buffer = bytearray()  # 16 kHz samples from `_base` on
-        self._base = 0  # stream position (in samples) of the buffer's first sample
-        self._heard = 0  # samples received in the whole session
+        self._buffer = AudioBuffer()
         self._committed = 0  # stream position up to which audio was committed
         self._item_id: str | None = None  # the utterance being spoken (server VAD)
         self._previous_item_id: str | None = None
@@ -161,15 +160,15 @@ class Session:
             pcm = binascii.a2b_base64(data, strict_mode=True)
         except binascii.Error:
             raise EventError("'audio' is not valid base64.", "invalid_value", "audio") from None
-        if len(pcm) % _SAMPLE:
+        if len(pcm) % SAMPLE_BYTES:
             raise EventError(
                 "'audio' must hold whole 16-bit samples (an even number of bytes).",
                 "invalid_value",
                 "audio",
             )
         if self.config.turn_detection is None and (
-            len(self._buffer) + len(pcm) * RATE // self.config.sample_rate
-            > MAX_BUFFER_SECONDS * RATE * _SAMPLE
+            self._buffer.held_bytes + len(pcm) * RATE // self.config.sample_rate
+            > MAX_BUFFER_SECONDS * RATE * SAMPLE_BYTES
         ):
             raise EventError(
                 f"The input audio buffer holds {MAX_BUFFER_SECONDS // 60} minutes at most: "
@@ -178,14 +177,13 @@ class Session:
                 "audio",
             )
         samples = self._resampler(pcm)
-        self._buffer += samples.tobytes()
-        self._heard += len(samples)
+        self._buffer.append(samples)
         if self.config.turn_detection is not None:
             for change in self._detector.feed(samples):
                 await self._on_vad(change)
             if self._live is not None:
-                self._live.send_until(self, self._heard)
-            self._trim(self._detector.keep_from)
+                self._live.send_until(self._buffer, self._buffer.heard)
+            self._buffer.trim(self._detector.keep_from)
 
     async def _on_vad(self, change: SpeechStarted | SpeechStopped) -> None:
         if isinstance(change, SpeechStarted):
@@ -214,17 +212,17 @@ class Session:
         if live is None:
             await self._enqueue(item_id, self._committed, end)
             return
-        live.send_until(self, end)
+        live.send_until(self._buffer, end)
         live.chunks.put_nowait(None)
         self._committed = end
-        self._trim(end)
+        self._buffer.trim(end)
         await self._announce(item_id)
 
     async def _commit(self) -> None:
         """The client's commit: everything not committed yet becomes an utterance."""
         start = self._committed
-        if self._heard - start < MIN_COMMIT_MS * RATE // 1000:
-            heard = _ms(self._heard - start)
+        if self._buffer.heard - start < MIN_COMMIT_MS * RATE // 1000:
+            heard = _ms(self._buffer.heard - start)
             raise EventError(
                 f"Error committing input audio buffer: buffer too small. Expected at least "
                 f"{MIN_COMMIT_MS}ms of audio, but buffer only has {heard:.2f}ms of audio.",
@@ -232,15 +230,15 @@ class Session:
             )
         item_id = self._item_id or events.new_id("item")
         if self._item_id is not None:  # speech in progress: it ends here
-            await self._send(events.speech_stopped(item_id, _ms(self._heard)))
+            await self._send(events.speech_stopped(item_id, _ms(self._buffer.heard)))
             self._item_id = None
-        self._detector = self._new_detector(start=self._heard)
-        await self._end(item_id, self._heard)
+        self._detector = self._new_detector(start=self._buffer.heard)
+        await self._end(item_id, self._buffer.heard)
 
     async def _enqueue(self, item_id: str, start: int, end: int) -> None:
-        samples = self._samples(start, end)
+        samples = self._buffer.samples(start, end)
         self._committed = end
-        self._trim(end)
+        self._buffer.trim(end)
         await self._announce(item_id)
         try:
             self._queue.put_nowait(_Utterance(item_id, Audio(samples)))
@@ -261,28 +259,16 @@ class Session:
             await self._send(event)
         self._previous_item_id = item_id
 
-    def _samples(self, start: int, end: int) -> npt.NDArray[np.int16]:
-        """Buffered audio from stream position `start` to `end`."""
-        begin, stop = (max(start, self._base) - self._base) * _SAMPLE, (end - self._base) * _SAMPLE
-        return np.frombuffer(bytes(self._buffer[begin:stop]), dtype=np.int16)
-
     def _clear(self) -> None:
         """Forget the audio not committed yet, and any speech in progress."""
         if self._live is not None:
             self._live.cancelled = True
             self._live.chunks.put_nowait(None)
             self._live = None
-        self._trim(self._heard)
-        self._committed = self._heard
+        self._buffer.trim(self._buffer.heard)
+        self._committed = self._buffer.heard
         self._item_id = None
-        self._detector = self._new_detector(start=self._heard)
-
-    def _trim(self, keep_from: int) -> None:
-        """Drop buffered audio before stream position `keep_from`."""
-        drop = min(keep_from, self._heard) - self._base
-        if drop > 0:
-            del self._buffer[: drop * _SAMPLE]
-            self._base += drop
+        self._detector = self._new_detector(start=self._buffer.heard)
 
     def _new_detector(self, start: int = 0) -> SpeechDetector:
         """A detector for the stream from position `start` on (after a commit or a clear)."""
