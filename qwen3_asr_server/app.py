@@ -16,11 +16,13 @@ from .backend.aligner import Aligner
 from .backend.supervisor import Supervisor
 from .backend.upstream import Upstream
 from .catalog import Catalog
-from .metrics import Metrics, MetricsMiddleware
+from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
 from .middleware.body_limits import MIB, BodyLimit, body_caps
 from .middleware.disconnect import CancelOnDisconnect
 from .middleware.drain import Drain, DrainMiddleware
+from .middleware.error_guard import ErrorGuard
+from .middleware.metrics import MetricsMiddleware
 from .middleware.request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models, realtime
 from .settings import Settings
@@ -93,7 +95,7 @@ def create_app(
     app.add_middleware(BodyLimit, caps=body_caps(state.upload_limit, json_limit))
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(DrainMiddleware, drain=state.drain)
-    app.add_middleware(errors.ErrorGuard)
+    app.add_middleware(ErrorGuard)
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

@@ -1,12 +1,12 @@
 """Every error a client sees, in OpenAI's shape: {"error": {message, type, param, code}}.
 
 Routes raise `APIError`; the handlers here also reshape the framework's own errors (unknown
-route, wrong method, validation) so that nothing reaches a client in another shape.
+route, wrong method, validation) so that nothing reaches a client in another shape. What no
+handler catches becomes a 500 in `middleware.error_guard`.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
@@ -15,10 +15,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
@@ -127,43 +123,6 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     if param:
         message = f"{message}: '{param}'"
     return response(invalid(message, param))
-
-
-class ErrorGuard:
-    """ASGI middleware: an unexpected exception becomes a logged 500 in OpenAI's shape.
-
-    It sits inside the request-id and metrics middleware (Starlette's own last-resort handler
-    sits outside them), so that even this answer is counted and carries its request id.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def send_tracking(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_tracking)
-        except ClientDisconnect:
-            # Gone while sending its request (or cut off by the read timeout): nobody is left
-            # to answer. Nginx's 499 says so in the access log and the metrics.
-            logger.info("Client left during its request to %s", scope["path"])
-            if not started:
-                await response(client_closed())(scope, receive, send)
-        except Exception:
-            logger.exception("Unhandled error on %s %s", scope["method"], scope["path"])
-            if started:
-                raise
-            error = APIError(500, "The server had an error while processing your request.")
-            await response(error)(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:

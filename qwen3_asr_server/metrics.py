@@ -1,9 +1,6 @@
-"""Prometheus metrics: one registry per app, and the middleware that counts requests."""
+"""Prometheus metrics: one registry per app (requests are counted in `middleware.metrics`)."""
 
 from __future__ import annotations
-
-import time
-from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -13,9 +10,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -102,49 +97,3 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-async def call_observed(
-    app: ASGIApp,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    done: Callable[[int, float], None],
-) -> None:
-    """Run `app`; then tell `done` the status the client got and the seconds it took."""
-    status = 500  # what the client sees if an error escapes before an answer started
-
-    async def send_recording(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        await send(message)
-
-    start = time.perf_counter()
-    try:
-        await app(scope, receive, send_recording)
-    finally:
-        done(status, time.perf_counter() - start)
-
-
-class MetricsMiddleware:
-    """Counts every HTTP request under its route template (bounded label values)."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        def count(status: int, seconds: float) -> None:
-            self.metrics.in_flight.dec()
-            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
-            path = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.requests.labels(method, path, str(status)).inc()
-            self.metrics.duration.labels(method, path).observe(seconds)
-
-        self.metrics.in_flight.inc()
-        await call_observed(self.app, scope, receive, send, count)

@@ -13,7 +13,7 @@ import logging
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..metrics import call_observed
+from .metrics import call_observed
 
 logger = logging.getLogger("qwen3_asr_server.access")
 transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
