@@ -140,7 +140,8 @@ async def transcribe(
         async with slots:
             return await _transcribe_span(upstream, audio, span, options, request_id)
 
-    pieces = [piece for piece in await _all(one(span) for span in spans) if piece.segment.text]
+    answered = await _all_or_nothing(one(span) for span in spans)
+    pieces = [piece for piece in answered if piece.segment.text]
     forced = options.language.name if options.language else None
     language = forced or next((piece.language for piece in pieces if piece.language), None)
     separator = joiner(language)
@@ -148,7 +149,9 @@ async def transcribe(
     words = None
     if options.aligner is not None:
         aligner = options.aligner
-        segments = await _all(_align(aligner, audio, each, language, slots) for each in segments)
+        segments = await _all_or_nothing(
+            _align(aligner, audio, each, language, slots) for each in segments
+        )
         words = [word for segment in segments for word in segment.words or ()]
     return Transcript(
         text=separator.join(piece.segment.text for piece in pieces),
@@ -225,7 +228,7 @@ def _content(choice: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-async def _all(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+async def _all_or_nothing(awaitables: Iterable[Awaitable[T]]) -> list[T]:
     """Run all at once; the first failure cancels the rest and is raised as it is."""
     tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
     try:
