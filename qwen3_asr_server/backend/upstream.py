@@ -129,7 +129,7 @@ class Upstream:
         return data
 
     async def chat_stream(self, body: Body, request_id: str) -> EventStream:
-        """Open a streaming chat completion; errors before the first event raise here."""
+        """Open a streaming chat completion; an error answer (a status >= 400) raises here."""
         response = await self._send(body, request_id, stream=True)
         return EventStream(response, self.admission.release)
 
@@ -138,8 +138,10 @@ class EventStream:
     """vLLM's streamed answer as JSON events. It holds its admission slot and connection
     until `aclose()`: call it also when the stream is never read (a client gone early).
 
-    A failure of the backend after the stream started is yielded as one final
-    OpenAI-shaped `{"error": ...}` event.
+    Iterating raises the APIError the client should get when the answer goes wrong after the
+    stream started: an error event from vLLM, a broken connection, or a stream that ends
+    before every choice in it has its `finish_reason` (so a truncated answer never passes
+    for a whole one).
     """
 
     def __init__(self, response: httpx.Response, release: Callable[[], None]) -> None:
@@ -159,20 +161,28 @@ class EventStream:
         await asyncio.shield(self._response.aclose())
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        finished: dict[int, bool] = {}  # whether each choice seen so far has its finish_reason
         try:
             async for line in self._response.aiter_lines():
                 if not line.startswith("data:"):
                     continue
                 data = line[len("data:") :].strip()
                 if data == "[DONE]":
-                    return
+                    break
                 event = orjson.loads(data)
-                if isinstance(event, dict) and "error" in event:
+                if not isinstance(event, dict):
+                    raise failed(SPEECH_BACKEND, "a stream event that is not a JSON object.")
+                if "error" in event:
                     status = event["error"].get("code") if isinstance(event["error"], dict) else 500
-                    yield upstream_error(status if isinstance(status, int) else 500, event).body()
-                    return
+                    raise upstream_error(status if isinstance(status, int) else 500, event)
+                for choice in event.get("choices") or []:
+                    index = choice.get("index", 0) if isinstance(choice, dict) else 0
+                    done = isinstance(choice, dict) and choice.get("finish_reason") is not None
+                    finished[index] = finished.get(index, False) or done
                 yield event
-        except (httpx.HTTPError, ValueError):
-            yield unavailable("The speech backend failed during the stream.").body()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise unavailable(f"{SPEECH_BACKEND} failed during the stream; retry shortly.") from exc
         finally:
             await self.aclose()
+        if not finished or not all(finished.values()):
+            raise unavailable(f"{SPEECH_BACKEND} ended the stream before its answer was complete.")

@@ -64,8 +64,14 @@ async def chat_completions(request: Request, state: State) -> Response:
     request_id = request.state.request_id
     if body.get("stream"):
         events = await state.upstream.chat_stream(body, request_id)
+        cleaned = _cleaned(events, served)
+        try:
+            head = await _until_text(cleaned)
+        except BaseException:
+            await events.aclose()
+            raise
         return StreamingResponse(
-            _cleaned_stream(events, served),
+            _sse(head, cleaned),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(events.aclose),  # also when the stream never started
@@ -144,13 +150,14 @@ def _bad(message: str) -> APIError:
     return invalid(message, "messages")
 
 
-async def _cleaned_stream(events: AsyncIterable[dict[str, Any]], served: str) -> AsyncIterator[str]:
+async def _cleaned(
+    events: AsyncIterable[dict[str, Any]], served: str
+) -> AsyncIterator[dict[str, Any]]:
+    """vLLM's chunks with each choice's text cleaned as it streams, under the model id the
+    client asked for."""
     cleaners: defaultdict[int, StreamCleaner] = defaultdict(StreamCleaner)
     filters: defaultdict[int, LogprobFilter] = defaultdict(LogprobFilter)
     async for event in events:
-        if "error" in event:
-            yield sse(event)
-            return
         for choice in event.get("choices") or []:
             cleaner = cleaners[choice.get("index", 0)]
             delta = choice.get("delta") or {}
@@ -164,7 +171,34 @@ async def _cleaned_stream(events: AsyncIterable[dict[str, Any]], served: str) ->
             final = choice.get("finish_reason") is not None
             _keep_text_logprobs(choice, filters[choice.get("index", 0)], final=final)
         event["model"] = served
+        yield event
+
+
+async def _until_text(events: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first events, up to the first with text for the client or a choice's end: read
+    before answering, so that a backend that fails before any text is an HTTP error (503
+    with Retry-After), not a 200 whose stream holds nothing but an error."""
+    head: list[dict[str, Any]] = []
+    async for event in events:
+        head.append(event)
+        for choice in event.get("choices") or []:
+            if (choice.get("delta") or {}).get("content") or choice.get("finish_reason"):
+                return head
+    return head
+
+
+async def _sse(
+    head: list[dict[str, Any]], rest: AsyncIterator[dict[str, Any]]
+) -> AsyncIterator[str]:
+    """The events as server-sent events; a failure after the answer started is its last."""
+    for event in head:
         yield sse(event)
+    try:
+        async for event in rest:
+            yield sse(event)
+    except APIError as exc:
+        yield sse(exc.body())
+        return
     yield "data: [DONE]\n\n"
 
 

@@ -18,7 +18,7 @@ import orjson
 from ..audio import Audio
 from ..backend.upstream import Upstream
 from ..cleaning import LogprobFilter, StreamCleaner, transcription_logprob
-from ..errors import APIError, unavailable
+from ..errors import APIError
 from ..segmentation import Span
 from .responses import token_usage
 from .transcribe import Options, joiner, plan, request_body
@@ -168,27 +168,20 @@ async def _relay(events: AsyncIterable[dict[str, Any]], queue: asyncio.Queue[_It
     cleaner = StreamCleaner()
     kept = LogprobFilter()
     usage: dict[str, Any] = {}
-    finished = False
-    async for event in events:
-        if "error" in event:
-            error = event["error"] if isinstance(event["error"], dict) else {}
-            message = str(error.get("message") or "The speech backend failed.")
-            return _Item(
-                error=APIError(502, message, type=error.get("type"), code=error.get("code"))
-            )
-        usage = event.get("usage") or usage
-        for choice in event.get("choices") or []:
-            content = (choice.get("delta") or {}).get("content")
-            text = cleaner.feed(content) if isinstance(content, str) else ""
-            logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
-            if choice.get("finish_reason") is not None:
-                finished = True
-                text += cleaner.finish()
-                logprobs += kept.finish()
-            if text or logprobs:
-                entries = [transcription_logprob(entry) for entry in logprobs]
-                language = cleaner.spoken_language
-                queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
-    if not finished:
-        return _Item(error=unavailable("The speech backend ended the stream before the end."))
+    try:
+        async for event in events:
+            usage = event.get("usage") or usage
+            for choice in event.get("choices") or []:
+                content = (choice.get("delta") or {}).get("content")
+                text = cleaner.feed(content) if isinstance(content, str) else ""
+                logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
+                if choice.get("finish_reason") is not None:
+                    text += cleaner.finish()
+                    logprobs += kept.finish()
+                if text or logprobs:
+                    entries = [transcription_logprob(entry) for entry in logprobs]
+                    language = cleaner.spoken_language
+                    queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
+    except APIError as exc:
+        return _Item(error=exc)
     return _Item(end=True, usage=usage)

@@ -107,15 +107,6 @@ async def test_a_backend_dying_mid_stream_ends_it_with_an_error_event() -> None:
                 pass
 
 
-async def test_a_backend_dying_before_any_text_is_an_http_error() -> None:
-    async with app_before(StandIn(MODEL, fail_after=2)) as harness:
-        response = await harness.http.post(
-            "/v1/audio/transcriptions", files={"file": ("a.wav", CLIP)}, data={"stream": "true"}
-        )
-        assert response.status_code == 502
-        assert response.json()["error"]["type"] == "server_error"
-
-
 async def test_a_backend_refusing_at_once_is_an_http_error(harness: Harness) -> None:
     harness.app.state.asr.supervisor.upstream_model = "not-served-upstream"
     with pytest.raises(openai.APIStatusError) as caught:
