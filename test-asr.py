@@ -47,26 +47,15 @@ try:
 except ImportError:
     sys.exit("test-asr: error: this script needs httpx: pip install httpx")
 
-# Qwen3-ASR's languages: the model names them in English ("language French<asr_text>...").
-LANGUAGES = {
-    "zh": "Chinese", "en": "English", "yue": "Cantonese", "ar": "Arabic", "de": "German",
-    "fr": "French", "es": "Spanish", "pt": "Portuguese", "id": "Indonesian", "it": "Italian",
-    "ko": "Korean", "ru": "Russian", "th": "Thai", "vi": "Vietnamese", "ja": "Japanese",
-    "tr": "Turkish", "hi": "Hindi", "ms": "Malay", "nl": "Dutch", "sv": "Swedish",
-    "da": "Danish", "fi": "Finnish", "pl": "Polish", "cs": "Czech", "fil": "Filipino",
-    "fa": "Persian", "el": "Greek", "hu": "Hungarian", "mk": "Macedonian", "ro": "Romanian",
-}  # fmt: skip
+# The server's own table of Qwen3-ASR's languages: this script's folder holds the package, and
+# that module needs nothing beyond the standard library.
+from qwen3_asr_server import languages
+
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 
 
 class Failure(Exception):
     """The request failed; the message is the one line to print."""
-
-
-def language_name(value: str) -> str | None:
-    """The English name of a language given as a code or a name, any case."""
-    key = value.strip().lower()
-    return next((n for c, n in LANGUAGES.items() if key in (c, n.lower())), None)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -100,8 +89,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--words prints its own lines: drop --format {args.format}")
     if (args.stream or args.context is not None) and args.format not in ("json", "text"):
         parser.error(f"--stream and --context print plain text: drop --format {args.format}")
-    if args.language and language_name(args.language) is None:
-        parser.error(f"unknown language {args.language!r}; use one of: {', '.join(LANGUAGES)}")
+    if args.language:
+        try:
+            args.language = languages.resolve(args.language)
+        except ValueError as exc:
+            parser.error(str(exc))
     if not args.url.startswith(("http://", "https://")):
         parser.error(f"--url must start with http:// or https://, got {args.url!r}")
     args.url = args.url.rstrip("/")
@@ -141,7 +133,7 @@ def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
     if args.words:
         data |= {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
     if args.language:
-        data["language"] = args.language
+        data["language"] = args.language.code
     if args.stream:
         data["stream"] = "true"
     endpoint = "translations" if args.translate else "transcriptions"
@@ -162,7 +154,7 @@ def chat_request(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"model": args.model, "messages": messages}
     if args.language:
         messages.append(
-            {"role": "assistant", "content": f"language {language_name(args.language)}<asr_text>"}
+            {"role": "assistant", "content": f"language {args.language.name}<asr_text>"}
         )
         body |= {"continue_final_message": True, "add_generation_prompt": False}
     if args.stream:
@@ -273,7 +265,7 @@ def pcm_chunks(path: str) -> Iterator[bytes]:
 def realtime_session(args: argparse.Namespace) -> dict[str, Any]:
     transcription: dict[str, Any] = {"model": args.model}
     if args.language:
-        transcription["language"] = args.language
+        transcription["language"] = args.language.code
     if args.context is not None:
         transcription["prompt"] = args.context
     audio = {
