@@ -61,12 +61,17 @@ async def send(ws: ClientConnection, kind: str, **fields: Any) -> None:
     await ws.send(json.dumps({"type": kind, **fields}))
 
 
-async def stream(ws: ClientConnection, audio: bytes, rate: int = 24000, ms: int = 100) -> None:
-    """Append `audio` in `ms` chunks, as a microphone would (without waiting in real time)."""
+async def stream(
+    ws: ClientConnection, audio: bytes, rate: int = 24000, ms: int = 100, pace: float = 0.0
+) -> None:
+    """Append `audio` in `ms` chunks, as a microphone would: without waiting in real time,
+    or `pace` seconds after each chunk."""
     step = rate * ms // 1000 * 2
     for start in range(0, len(audio), step):
         chunk = base64.b64encode(audio[start : start + step]).decode()
         await send(ws, "input_audio_buffer.append", audio=chunk)
+        if pace:
+            await asyncio.sleep(pace)
 
 
 async def until(
@@ -394,9 +399,11 @@ async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> 
     standin = StandIn(MODEL, realtime=True)
     with serving(standin, vllm_realtime=True) as url:
         async with session(url) as ws:
-            await stream(
-                ws, pcm([(0.5, False), (12.0, True), (1.0, False), (2.0, True), (1.0, False)])
-            )
+            # at ten times the speed of speech: a speaker never runs ahead of the relay by
+            # more than that, while audio sent all at once can reach the VAD's end of speech
+            # before the relay has had its turn to send anything
+            speech = pcm([(0.5, False), (12.0, True), (1.0, False), (2.0, True), (1.0, False)])
+            await stream(ws, speech, pace=0.01)
             events = await until(ws, completed(2))
     first, second = (e["item_id"] for e in of(events, "input_audio_buffer.speech_started"))
     mine = [e["type"] for e in events if e.get("item_id") == first]
