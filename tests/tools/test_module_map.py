@@ -1,4 +1,5 @@
-"""The README's Development table is the module map: it names every module, and only those."""
+"""The README's Development table is the module map: it names every module and sub-package
+(`backend/`), and only those."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ PACKAGE = REPO / "qwen3_asr_server"
 
 
 def _modules() -> set[str]:
+    """Modules as `folder/module`, sub-packages as `folder/`."""
     return {
-        path.relative_to(PACKAGE).with_suffix("").as_posix()
+        f"{path.parent.relative_to(PACKAGE).as_posix()}/"
+        if path.name == "__init__.py"
+        else path.relative_to(PACKAGE).with_suffix("").as_posix()
         for path in PACKAGE.rglob("*.py")
-        if path.name != "__init__.py"
+        if path.parent != PACKAGE or path.name != "__init__.py"
     }
 
 
