@@ -25,7 +25,17 @@ from pydantic_settings import (
 )
 
 ENV_PREFIX = "QWEN3_ASR_"
-DEFAULT_ALIASES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe")
+# Every transcription model id of OpenAI's API (openai 3.57's AudioModel and Realtime's
+# transcription models) but the diarizing one: clients and frameworks default to these.
+DEFAULT_ALIASES = (
+    "gpt-transcribe",
+    "gpt-4o-transcribe",
+    "gpt-4o-mini-transcribe",
+    "gpt-4o-mini-transcribe-2025-12-15",
+    "whisper-1",
+    "gpt-live-transcribe",
+    "gpt-realtime-whisper",
+)
 
 
 class Settings(BaseSettings):

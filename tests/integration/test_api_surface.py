@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import typing
 from collections.abc import AsyncIterator
+from typing import Literal
 
 import openai
 import pytest
+from openai.types import AudioModel
+from openai.types.realtime import AudioTranscription
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.settings import Settings
@@ -95,15 +99,50 @@ async def test_chat_rejects_malformed_bodies(
     assert response.json()["error"]["param"] == param
 
 
-async def test_models_lists_served_id_and_aliases(harness: Harness) -> None:
+def openai_transcription_models() -> set[str]:
+    """Every transcription model id the openai package knows, REST and Realtime."""
+    realtime = AudioTranscription.model_fields["model"].annotation
+    literals = [arg for arg in typing.get_args(realtime) if typing.get_origin(arg) is Literal]
+    return {*typing.get_args(AudioModel), *(v for lit in literals for v in typing.get_args(lit))}
+
+
+async def test_models_lists_served_id_and_every_openai_transcription_model(
+    harness: Harness,
+) -> None:
     listed = [model.id async for model in harness.sdk.models.list()]
-    assert listed == [MODEL, "whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"]
+    assert listed[0] == MODEL
+    assert listed[1] == "gpt-transcribe"
+    assert set(listed[1:]) == openai_transcription_models() - {"gpt-4o-transcribe-diarize"}
+    assert len(listed) == len(set(listed))
     alias = await harness.sdk.models.retrieve("whisper-1")
     assert alias.id == "whisper-1"
     assert alias.owned_by == "qwen3-asr-server"
-    with pytest.raises(openai.NotFoundError) as caught:
-        await harness.sdk.models.retrieve("gpt-9")
-    assert caught.value.code == "model_not_found"
+    for missing in ("gpt-9", "gpt-4o-transcribe-diarize"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            await harness.sdk.models.retrieve(missing)
+        assert caught.value.code == "model_not_found"
+
+
+@pytest.mark.parametrize(
+    "model", sorted(openai_transcription_models() - {"gpt-4o-transcribe-diarize"})
+)
+async def test_every_openai_model_id_transcribes(harness: Harness, model: str) -> None:
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=model, file=("clip.wav", wav(seconds=1.0))
+    )
+    assert answer.text
+
+
+async def test_the_diarizing_model_is_a_400_that_says_why(harness: Harness) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await harness.sdk.audio.transcriptions.create(
+            model="gpt-4o-transcribe-diarize", file=("clip.wav", wav(seconds=1.0))
+        )
+    error = caught.value.body
+    assert isinstance(error, dict)
+    assert error["param"] == "model"
+    assert "speakers" in error["message"]
+    assert caught.value.code == "unsupported_value"
 
 
 async def test_model_ids_with_slashes_resolve(standin: tuple[StandIn, ThreadedServer]) -> None:
