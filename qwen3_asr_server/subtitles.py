@@ -1,10 +1,12 @@
 """SubRip (.srt) and WebVTT (.vtt) files from timed segments: pure text work.
 
-One cue per segment, or, when word times are known, cues cut at sentence ends (and inside
-sentences too long to read at once) with word-accurate times. A segment can hold 30 s of
-speech, so a cue's text is wrapped to lines of at most `LINE_WIDTH` characters (at spaces;
-scripts written without spaces, such as Chinese or Japanese, at any character), which
-subtitle players show as one block.
+A segment can hold 30 s of speech, too much for one cue, so cues are made in one of three
+ways: a whole segment as one `Cue`, only where the caller knows it is short; `estimated_cues`,
+a segment without word times cut into readable cues whose times are shared out by text length;
+`sentence_cues`, cut at sentence ends (and inside sentences too long to read at once) with
+word-accurate times, when word times are known. A cue's text is wrapped to lines of at most
+`LINE_WIDTH` characters (at spaces; scripts written without spaces, such as Chinese or
+Japanese, at any character), which subtitle players show as one block.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _OPENERS = "¿¡([{«‹“‘「『（【《〈"  # noqa: RUF001
 # "." also sits inside "3.5" or "e.g.x"; it ends a sentence only before a space
 _SENTENCE_END = re.compile(rf"[。！？]|[.!?…؟।]+[{_CLOSERS}]*\s")  # noqa: RUF001
 _CLAUSE_END = re.compile(rf"[，、；：]|[,;:][{_CLOSERS}]*\s|\s[—–]\s")  # noqa: RUF001
+_LETTER = re.compile(r"\w")
+_WORD = re.compile(r"\w(?:\S*\w)?")  # from the first letter of a run of non-space to its last
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,46 @@ def sentence_cues(text: str, words: Sequence[Word]) -> list[Cue]:
         Cue(words[a].start, words[b - 1].end, " ".join(text[bounds[a] : bounds[b]].split()))
         for a, b in pairwise([*starts, len(words)])
     ]
+
+
+def estimated_cues(start: float, end: float, text: str) -> list[Cue]:
+    """Readable cues from one segment's text without word times: `sentence_cues`, given word
+    times made up by sharing `start`..`end` out in proportion to display columns.
+
+    So the cuts are the same with and without an aligner: every sentence end ends a cue (two
+    short sentences never share one: a sentence a cue is the simpler rule, and reads best); a
+    sentence over `MAX_CUE_CHARS` or `MAX_CUE_SECONDS` is cut greedily, at its last clause end
+    that leaves the cue at least half full, else before the word that would overflow it. A
+    word of a spaced script is never broken; text with wide characters may be at any letter.
+    Each cue lasts its share of the columns (with the space before it), so the cues follow one
+    another from `start` to `end`; a segment of no length gives cues of no length at `start`.
+    """
+    end = max(start, end)
+    spans = _units(text)
+    if not spans:  # punctuation alone, or nothing
+        normal = " ".join(text.split())
+        return [Cue(start, end, normal)] if normal else []
+    total = _columns(text)
+    shares = [_columns(text[:first]) / total for first, _ in spans[1:]]
+    # min(): rounding must not take a word past the segment's end
+    begins = [start, *(min(end, start + (end - start) * share) for share in shares)]
+    words = [
+        Word(text[first:last], begin, finish, first, last)
+        for (first, last), begin, finish in zip(spans, begins, [*begins[1:], end], strict=True)
+    ]
+    return sentence_cues(text, words)
+
+
+def _units(text: str) -> list[tuple[int, int]]:
+    """Where the words lie that a cue may begin or end at: each letter of a run of non-space
+    that holds a wide character (as `wrap` breaks it), else the run from its first letter to
+    its last, leaving the marks around it between words, where `sentence_cues` looks for
+    sentence and clause ends."""
+    units: list[tuple[int, int]] = []
+    for run in re.finditer(r"\S+", text):
+        pattern = _LETTER if any(map(_is_wide, run.group())) else _WORD
+        units += [match.span() for match in pattern.finditer(text, run.start(), run.end())]
+    return units
 
 
 def _split(gap: str) -> int:

@@ -6,15 +6,19 @@ from __future__ import annotations
 import random
 import re
 import string
+import unicodedata
 from itertools import pairwise
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qwen3_asr_server.alignment import Word
 from qwen3_asr_server.subtitles import (
     MAX_CUE_CHARS,
     MAX_CUE_SECONDS,
     Cue,
+    estimated_cues,
     sentence_cues,
     srt,
     timestamp,
@@ -260,3 +264,120 @@ def test_random_texts_keep_every_word_once_and_in_order(seed: int) -> None:
             assert cue.end - cue.start <= MAX_CUE_SECONDS
         position += count
     assert position == len(words)
+
+
+def test_estimated_cues_end_at_sentence_ends_with_times_shared_by_length() -> None:
+    # 100 columns in 25 s: a quarter of a second a column, the space before a cue included
+    text = (
+        "It rained all morning. We stayed inside and read. "
+        "When the sun came out, we walked along the rivers."
+    )
+    cues = estimated_cues(0, 25, text)
+    assert [cue.text for cue in cues] == [
+        "It rained all morning.",
+        "We stayed inside and read.",
+        # 12.25 s to the end is too long: cut at the comma
+        "When the sun came out,",
+        "we walked along the rivers.",
+    ]
+    assert [cue.start for cue in cues] == pytest.approx([0, 5.5, 12.25, 18])
+    assert [cue.end for cue in cues] == pytest.approx([5.5, 12.25, 18, 25])
+
+
+def test_estimated_cues_cut_a_long_sentence_between_words() -> None:
+    text = " ".join(["word"] * 20)  # 99 columns
+    cues = estimated_cues(10, 14.95, text)
+    # 84 columns, the most a cue holds
+    assert [cue.text for cue in cues] == [" ".join(["word"] * 17), "word word word"]
+    assert [(cue.start, cue.end) for cue in cues] == [(10, cues[1].start), (cues[1].start, 14.95)]
+    assert cues[1].start == pytest.approx(14.2)
+    text = "one two three four five six seven eight nine ten eleven twelve"
+    assert [cue.text for cue in estimated_cues(0, 12, text)] == [  # 6.4 s and 5.6 s
+        "one two three four five six seven",
+        "eight nine ten eleven twelve",
+    ]
+
+
+def test_estimated_cues_cut_chinese_at_full_stops_and_by_width() -> None:
+    first, second = "今天天气很好" * 5 + "。", "我们走吧" * 8 + "。"  # 62 and 66 columns
+    assert estimated_cues(0, 10, first + second) == [
+        Cue(0, 4.84375, first),
+        Cue(4.84375, 10, second),
+    ]
+    text = "天" * 30 + "，" + "天" * 29 + "。" + "天" * 50
+    assert [cue.text for cue in estimated_cues(0, 6, text)] == [
+        "天" * 30 + "，",
+        "天" * 29 + "。",
+        "天" * 42,
+        "天" * 8,
+    ]
+
+
+def test_a_word_too_long_for_a_cue_stays_whole() -> None:
+    assert estimated_cues(0, 30, "x" * 200) == [Cue(0, 30, "x" * 200)]
+    cues = estimated_cues(0, 3, f"a {'x' * 100} b.")
+    assert [cue.text for cue in cues] == ["a", "x" * 100, "b."]
+
+
+def test_no_text_gives_no_estimated_cues() -> None:
+    assert estimated_cues(0, 5, "") == []
+    assert estimated_cues(0, 5, " \n\t ") == []
+    assert estimated_cues(0, 5, " … ") == [Cue(0, 5, "…")]
+
+
+@pytest.mark.parametrize("end", [3, 2])  # 2: it ends before it starts, taken as no length
+def test_a_segment_of_no_length_gives_cues_of_no_length(end: float) -> None:
+    cues = estimated_cues(3, end, " ".join(["word"] * 30) + ". Bye.")
+    assert [cue.text for cue in cues] == [
+        " ".join(["word"] * 17),
+        " ".join(["word"] * 13) + ".",
+        "Bye.",
+    ]
+    assert all(cue.start == cue.end == 3 for cue in cues)
+
+
+def is_wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+LATIN = st.text(string.ascii_letters, min_size=1, max_size=15)
+CJK = st.text("你好世界今天天气很我们走吧日本語", min_size=1, max_size=15)
+TOKEN = st.tuples(
+    st.one_of(LATIN, LATIN, CJK),
+    st.sampled_from(["", "", "", ".", ",", "!", "?", ";", ":", "。", "，"]),
+    st.sampled_from([" ", " ", " ", "  ", "\n", ""]),
+)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(
+    tokens=st.lists(TOKEN, min_size=1, max_size=60),
+    start=st.floats(0, 40),
+    duration=st.floats(0, 40),
+)
+def test_estimated_cues_keep_the_text_and_the_limits(
+    tokens: list[tuple[str, str, str]], start: float, duration: float
+) -> None:
+    text = "".join(word + mark + space for word, mark, space in tokens)
+    end = start + duration
+    cues = estimated_cues(start, end, text)
+
+    assert (cues[0].start, cues[-1].end) == (start, end)
+    assert all(cue.start <= cue.end for cue in cues)
+    assert all(a.end == b.start for a, b in pairwise(cues))
+    normal, position = " ".join(text.split()), 0
+    for cue in cues:
+        assert cue.text
+        assert normal.startswith(cue.text, position)
+        assert cue.text[0] not in ".,!?;:。，"  # marks stay with the word before
+        position += len(cue.text)
+        if normal.startswith(" ", position):
+            position += 1
+        elif position < len(normal):  # cut inside a run of non-space: one with wide letters
+            run = normal[normal.rfind(" ", 0, position) + 1 :].split(" ")[0]
+            assert any(map(is_wide, run))
+        letters = len(re.findall(r"\w", cue.text))
+        if " " in cue.text or (letters > 1 and any(map(is_wide, cue.text))):
+            assert sum(1 + is_wide(char) for char in cue.text) <= MAX_CUE_CHARS
+            assert cue.end - cue.start <= MAX_CUE_SECONDS
+    assert position == len(normal)
