@@ -122,6 +122,8 @@ class SegmentedCleaner:
         self._silent = False  # the current segment is `language None`
         self._segment_start = True  # no text of the current segment went out yet
         self._written = False  # some text went out
+        self._language: str | None = None  # the current segment's
+        self.spoken: list[str] = []  # the languages of segments with text, first first
 
     def feed(self, piece: str) -> str:
         pending, self._held = self._held + piece, ""
@@ -135,6 +137,7 @@ class SegmentedCleaner:
             match = _SEGMENT.match(head)
             if match:
                 self._silent = match.group(1) == NO_SPEECH
+                self._language = match.group(1)
                 self._segment_start = True
                 pending = head[match.end() :]
             elif _could_become_segment(head):
@@ -160,6 +163,8 @@ class SegmentedCleaner:
             self._segment_start = False
             if self._written:
                 text = " " + text
+            if self._language is not None and self._language not in self.spoken:
+                self.spoken.append(self._language)
         self._written = True
         return text
 

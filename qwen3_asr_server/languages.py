@@ -6,6 +6,7 @@ is what goes into a forced-language prompt; clients may send either the code or 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -60,3 +61,12 @@ def resolve(value: str) -> Language:
             f"Qwen3-ASR's languages: {', '.join(lang.code for lang in SUPPORTED)}."
         )
     return language
+
+
+def detected(names: Iterable[str]) -> list[dict[str, str]]:
+    """OpenAI's `languages` of a transcript: the ISO code of each language the model named,
+    once, first named first (`[]`: none, as for silence). A name this table does not know
+    has no code to give and is left out."""
+    found = (_LOOKUP.get(name.strip().lower()) for name in names)
+    codes = dict.fromkeys(language.code for language in found if language is not None)
+    return [{"code": code} for code in codes]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -10,6 +12,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+
+if TYPE_CHECKING:
+    from .transcription.usage import Tokens
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -89,11 +94,11 @@ class Metrics:
             registry=self.registry,
         )
 
-    def transcribed(self, seconds: float, prompt_tokens: int, completion_tokens: int) -> None:
+    def transcribed(self, seconds: float, tokens: Tokens) -> None:
         """Count one finished transcription: an upload's, or a Realtime utterance's."""
         self.audio_seconds.inc(seconds)
-        self.tokens.labels(kind="prompt").inc(prompt_tokens)
-        self.tokens.labels(kind="completion").inc(completion_tokens)
+        self.tokens.labels(kind="prompt").inc(tokens.input)
+        self.tokens.labels(kind="completion").inc(tokens.output)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

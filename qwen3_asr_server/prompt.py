@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .cleaning import ASR_TEXT_TAG, CONTROL_TOKEN
 from .languages import Language
+
+MAX_KEYWORDS = 100
+MAX_KEYWORD_CHARS = 100
+AUDIO_TOKENS_PER_SECOND = 13  # Qwen3-ASR's encoder: 13 tokens per 100 mel frames (1 s)
+TEMPLATE_TOKENS = 64  # the chat template's own tokens, generously
+OUTPUT_TOKENS = 512  # room kept for the transcript of a full window
 
 _PREFILL = re.compile(r"language [A-Za-z]+" + re.escape(ASR_TEXT_TAG))  # a forced language
 # Message fields that carry media, not text: never rewritten.
@@ -38,6 +45,35 @@ def remove_control_tokens(text: str) -> str:
 def sanitize_context(text: str) -> str:
     """User-supplied context (`prompt`) without control tokens or surrounding whitespace."""
     return remove_control_tokens(text).strip()
+
+
+def context(prompt: str | None, keywords: Sequence[str]) -> str | None:
+    """The system turn: the client's prompt, then its keywords on a line of their own.
+
+    Qwen3-ASR takes any text as context (a paragraph, a list of names); keywords are
+    written as a comma-separated list, which it reads as vocabulary to expect.
+    """
+    parts = [
+        sanitize_context(prompt or ""),
+        ", ".join(filter(None, map(sanitize_context, keywords))),
+    ]
+    return "\n".join(part for part in parts if part) or None
+
+
+def context_limit(max_model_len: int, window_seconds: float) -> int:
+    """UTF-8 bytes of context that always fit beside a full window of audio and its
+    transcript: Qwen's byte-level BPE never makes more tokens than there are bytes."""
+    audio = AUDIO_TOKENS_PER_SECOND * int(window_seconds + 1)
+    return max(0, max_model_len - audio - TEMPLATE_TOKENS - OUTPUT_TOKENS)
+
+
+def context_too_long(size: int, limit: int) -> str:
+    """The message for context over `context_limit`."""
+    return (
+        f"The prompt and keywords together are {size} bytes of UTF-8, more than the {limit} "
+        "this server takes: the model's context (--max-model-len) must also hold the audio "
+        "and its transcript. Shorten them."
+    )
 
 
 def sanitize_messages(messages: list[Any], continuing: bool) -> None:

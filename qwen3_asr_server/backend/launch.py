@@ -106,6 +106,7 @@ def build(
         str(settings.max_model_len),
         "--kv-cache-dtype",
         settings.kv_cache_dtype or default_dtype,
+        "--enable-prompt-tokens-details",  # its audio token count: input_token_details
     ]
     if settings.enable_prefix_caching:
         argv.append("--enable-prefix-caching")

@@ -73,6 +73,7 @@ class LiveUtterance:
         self.model = model
         self.headers = headers
         self.usage: dict[str, Any] = {}  # vLLM's, once done: prompt tokens of 5 s only
+        self.spoken: list[str] = []  # the languages heard, once done
         self._connection: ClientConnection | None = None
 
     async def open(self) -> None:
@@ -104,6 +105,7 @@ class LiveUtterance:
                     if text:
                         yield text
                     self.usage = event.get("usage") or {}
+                    self.spoken = cleaner.spoken
                     return
                 elif kind == "error":
                     raise failed(BACKEND, f"{event.get('error') or 'an error event'}.")

@@ -11,7 +11,8 @@ level (OpenAI documents this for `noise_reduction.strength`); an explicit `null`
 `turn_detection` turns VAD off; `null` elsewhere is the same as leaving the field out, except
 `transcription`, which can't be turned off here and so goes back to its defaults.
 Fields this server has no use for (`noise_reduction`, `create_response`, `idle_timeout_ms`,
-`keywords`, ...) are ignored, so that clients written for newer API versions still connect.
+...) are ignored, so that clients written for newer API versions still connect;
+`transcription.delay` is checked and echoed but changes nothing (Qwen3-ASR has no such knob).
 Beta field names inside a GA `session.update` are refused instead: ignoring them would drop
 the client's language and VAD settings without a word.
 """
@@ -25,15 +26,22 @@ import orjson
 
 from .. import languages
 from ..languages import Language
+from ..prompt import MAX_KEYWORD_CHARS, MAX_KEYWORDS
+from ..segmentation import (
+    MAX_PREFIX_PADDING_MS,
+    SILENCE_DURATION_MS,
+    VAD_PREFIX_PADDING_MS,
+    VAD_SILENCE_MS,
+    VAD_THRESHOLD,
+)
 
 DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
 SAMPLE_RATES = (16_000, 24_000)
 LOGPROBS = "item.input_audio_transcription.logprobs"
-MAX_PREFIX_PADDING_MS = 5_000
-SILENCE_DURATION_MS = (100, 10_000)  # below 100 ms every pause between words ends a turn
 # semantic_vad is served by plain VAD: a quarter of the longest wait OpenAI documents for
 # each eagerness (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
 SEMANTIC_SILENCE_MS = {"low": 2_000, "medium": 1_000, "auto": 1_000, "high": 500}
+DELAYS = ("minimal", "low", "medium", "high", "xhigh")
 
 _N = TypeVar("_N", int, float)
 _BETA_KEYS = ("input_audio_format", "input_audio_transcription", "turn_detection")
@@ -53,9 +61,9 @@ class EventError(Exception):
 class ServerVad:
     """Server VAD parameters, with OpenAI's defaults."""
 
-    threshold: float = 0.5
-    prefix_padding_ms: int = 300
-    silence_duration_ms: int = 500
+    threshold: float = VAD_THRESHOLD
+    prefix_padding_ms: int = VAD_PREFIX_PADDING_MS
+    silence_duration_ms: int = VAD_SILENCE_MS
 
 
 @dataclass(frozen=True)
@@ -63,16 +71,42 @@ class SessionConfig:
     """The effective configuration of one transcription session.
 
     Input audio is always 16-bit little-endian mono PCM, at `sample_rate`. `turn_detection`
-    None means the client commits the buffer itself. `model` is only echoed back.
+    None means the client commits the buffer itself. `model` is checked by the session
+    against the catalogue and echoed back; `language` and `languages` are kept as the
+    client gave them (the session echoes them) and `forced` / `candidates` say what they
+    mean together.
     """
 
     sample_rate: int = DEFAULT_SAMPLE_RATE
     language: Language | None = None
+    languages: tuple[Language, ...] = ()
     prompt: str = ""
+    keywords: tuple[str, ...] = ()
     model: str | None = None
+    delay: str | None = None
     turn_detection: ServerVad | None = ServerVad()
     logprobs: bool = False
     beta: bool = False
+
+    @property
+    def forced(self) -> Language | None:
+        """The language to transcribe in: `language`, or the only entry of `languages`."""
+        if self.language is None and len(self.languages) == 1:
+            return self.languages[0]
+        return self.language
+
+    @property
+    def candidates(self) -> tuple[Language, ...]:
+        return () if self.forced is not None else self.languages
+
+    @property
+    def transcription_path(self) -> str:
+        """Where `transcription` lives in this dialect's session object."""
+        return (
+            "session.input_audio_transcription"
+            if self.beta
+            else ("session.audio.input.transcription")
+        )
 
 
 def parse_client_event(frame: str | bytes, max_bytes: int) -> dict[str, Any]:
@@ -122,8 +156,20 @@ def apply_update(config: SessionConfig, event: dict[str, Any]) -> SessionConfig:
         )
     session = _object(event["session"], "session")
     if kind == "session.update":
-        return replace(config, beta=False, **_ga_changes(config, session))
-    return replace(config, beta=True, **_beta_changes(config, session))
+        updated = replace(config, beta=False, **_ga_changes(config, session))
+    else:
+        updated = replace(config, beta=True, **_beta_changes(config, session))
+    forced = updated.language
+    if forced is not None and updated.languages and forced not in updated.languages:
+        path = updated.transcription_path
+        listed = ", ".join(lang.code for lang in updated.languages)
+        raise EventError(
+            f"Invalid value for '{path}.language': {forced.code!r} is not among "
+            f"'{path}.languages' ({listed}).",
+            "invalid_value",
+            f"{path}.language",
+        )
+    return updated
 
 
 def _ga_changes(config: SessionConfig, session: dict[str, Any]) -> dict[str, Any]:
@@ -204,9 +250,23 @@ def _audio_type(value: Any, path: str, pcm: str) -> None:
 
 def _transcription(value: Any, path: str) -> dict[str, Any]:
     if value is None:  # transcription can't be turned off: back to the defaults
-        return {"language": None, "prompt": "", "model": None}
+        return {
+            "language": None,
+            "languages": (),
+            "prompt": "",
+            "keywords": (),
+            "model": None,
+            "delay": None,
+        }
     transcription = _object(value, path)
     changes: dict[str, Any] = {}
+    if transcription.get("delay") is not None:
+        _choice(transcription["delay"], f"{path}.delay", DELAYS)
+        changes["delay"] = transcription["delay"]
+    if "keywords" in transcription:
+        changes["keywords"] = _keywords(transcription["keywords"], f"{path}.keywords")
+    if "languages" in transcription:
+        changes["languages"] = _languages(transcription["languages"], f"{path}.languages")
     if "model" in transcription:
         changes["model"] = _string(transcription["model"], f"{path}.model")
     if "prompt" in transcription:
@@ -218,6 +278,40 @@ def _transcription(value: Any, path: str) -> dict[str, Any]:
         except ValueError as exc:
             raise EventError(str(exc), "invalid_value", f"{path}.language") from None
     return changes
+
+
+def _strings(value: Any, path: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong_type(path, "an array", value)
+    return [_string(entry, f"{path}[{index}]") or "" for index, entry in enumerate(value)]
+
+
+def _keywords(value: Any, path: str) -> tuple[str, ...]:
+    keywords = tuple(keyword.strip() for keyword in _strings(value, path) if keyword.strip())
+    if len(keywords) > MAX_KEYWORDS:
+        raise EventError(
+            f"Invalid value for '{path}': {len(keywords)} keywords, at most {MAX_KEYWORDS}.",
+            "invalid_value",
+            path,
+        )
+    if any(len(keyword) > MAX_KEYWORD_CHARS for keyword in keywords):
+        raise EventError(
+            f"Invalid value for '{path}': a keyword is longer than {MAX_KEYWORD_CHARS} "
+            "characters; put longer context in the prompt.",
+            "invalid_value",
+            path,
+        )
+    return keywords
+
+
+def _languages(value: Any, path: str) -> tuple[Language, ...]:
+    try:
+        found = (languages.resolve(code) for code in _strings(value, path) if code.strip())
+        return tuple(dict.fromkeys(found))
+    except ValueError as exc:
+        raise EventError(str(exc), "invalid_value", path) from None
 
 
 def _turn_detection(value: Any, path: str, config: SessionConfig) -> ServerVad | None:

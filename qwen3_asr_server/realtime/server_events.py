@@ -12,6 +12,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import languages
 from .client_events import LOGPROBS, EventError, SessionConfig
 
 _ID_ALPHABET = string.ascii_letters + string.digits
@@ -39,7 +40,17 @@ def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
     The beta shape has no sample rate: `pcm16` there means 24 kHz.
     """
     language = config.language.code if config.language else None
-    transcription = {"model": config.model, "language": language, "prompt": config.prompt}
+    transcription: dict[str, Any] = {
+        "model": config.model,
+        "language": language,
+        "prompt": config.prompt,
+    }
+    if config.languages:
+        transcription["languages"] = [lang.code for lang in config.languages]
+    if config.keywords:
+        transcription["keywords"] = list(config.keywords)
+    if config.delay is not None:
+        transcription["delay"] = config.delay
     vad = config.turn_detection
     turn_detection = None
     if vad is not None:
@@ -163,12 +174,15 @@ def transcription_completed(
     usage: Mapping[str, Any],
     content_index: int = 0,
     logprobs: LogProbs | None = None,
+    spoken: Sequence[str] = (),
 ) -> Event:
-    """The whole transcript of an item. `usage`: see `transcription.responses.token_usage`."""
+    """The whole transcript of an item. `usage`: see `transcription.usage.Tokens.body`;
+    `spoken`: the languages heard, as the model named them."""
     fields: dict[str, Any] = {
         "item_id": item_id,
         "content_index": content_index,
         "transcript": transcript,
+        "languages": languages.detected(spoken),
         "usage": dict(usage),
     }
     if logprobs is not None:

@@ -22,17 +22,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import prompt
 from ..audio import RATE, Audio, Resampler
 from ..backend import vllm_realtime
 from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..state import AppState
-from ..transcription.responses import token_usage
 from ..transcription.streaming import TranscriptStream
 from ..transcription.transcribe import Options
+from ..transcription.usage import Tokens
 from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .client_events import EventError, ServerVad, SessionConfig, apply_update, client_event_id
+from .history import History
 from .vad import SpeechDetector, SpeechStarted, SpeechStopped
 
 logger = logging.getLogger(__name__)
@@ -48,7 +50,6 @@ MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then 
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
 TAIL_SECONDS = 0.15  # audio kept after the last loud frame, as segmentation pads its spans
 MAX_QUEUED = 8  # utterances waiting for the worker; more means the backend cannot keep up
-MAX_CONTEXT_CHARS = 1000  # of earlier transcripts, as context for the next utterance
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,10 @@ class Session:
         self._committed = 0  # stream position up to which audio was committed
         self._item_id: str | None = None  # the utterance being spoken (server VAD)
         self._previous_item_id: str | None = None
-        self._history: list[str] = []
+        settings = state.settings
+        self._history = History(
+            prompt.context_limit(settings.max_model_len, settings.segment_seconds)
+        )
         self._queue: asyncio.Queue[_Utterance] = asyncio.Queue(MAX_QUEUED)
         self._worker: asyncio.Task[None] | None = None
         self._vllm_offered = False  # vLLM's own realtime endpoint answers (--vllm-realtime)
@@ -144,12 +148,26 @@ class Session:
             )
 
     async def _update(self, config: SessionConfig) -> None:
+        self._check(config)
         old, self.config = self.config, config
         if config.sample_rate != old.sample_rate:
             self._resampler = Resampler(config.sample_rate)
         if config.turn_detection != old.turn_detection:
             self._clear()  # the detector's state belongs to the old settings
         await self._send(events.session_updated(config, self.id))
+
+    def _check(self, config: SessionConfig) -> None:
+        """What the client parser cannot know: the model ids served here, and how much
+        context fits beside the audio."""
+        path = config.transcription_path
+        refusal = None if config.model is None else self.state.catalog.refusal(config.model)
+        if refusal is not None:
+            raise EventError(refusal.message, refusal.code or "invalid_value", f"{path}.model")
+        context = prompt.context(config.prompt, config.keywords) or ""
+        if len(context.encode()) > self._history.limit:
+            message = prompt.context_too_long(len(context.encode()), self._history.limit)
+            param = f"{path}.keywords" if config.keywords else f"{path}.prompt"
+            raise EventError(message, "context_too_long", param)
 
     async def _append(self, data: Any) -> None:
         if not isinstance(data, str):
@@ -204,7 +222,8 @@ class Session:
     def _streams_live(self) -> bool:
         """vLLM's realtime endpoint serves this utterance: it takes no language or context."""
         config = self.config
-        return self._vllm_offered and not (config.language or config.prompt or config.logprobs)
+        asked = config.language or config.languages or config.prompt or config.keywords
+        return self._vllm_offered and not (asked or config.logprobs)
 
     async def _end(self, item_id: str, end: int) -> None:
         """The utterance that began at `_committed` ends at `end`: commit and transcribe it."""
@@ -289,9 +308,10 @@ class Session:
     async def _transcribe(self, utterance: _Utterance) -> None:
         options = Options.from_settings(
             self.state.settings,
-            language=self.config.language,
-            context=self._context(),
+            language=self.config.forced,
+            context=self._history.context(self.config),
             logprobs=self.config.logprobs,
+            candidates=self.config.candidates,
         )
         stream = TranscriptStream(self.state.upstream, utterance.audio, options, self.request_id)
         item_id = utterance.item_id
@@ -313,8 +333,9 @@ class Session:
             item_id,
             stream.text or "",
             utterance.audio.duration,
-            (stream.prompt_tokens, stream.completion_tokens),
+            stream.tokens,
             kept_all,
+            stream.spoken,
         )
 
     async def _relay(self, live: _Live) -> None:
@@ -352,35 +373,28 @@ class Session:
                 reader.cancel()
                 await asyncio.wait([reader])
             await utterance.close()
-        usage = utterance.usage
-        tokens = (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-        await self._completed(live.item_id, "".join(parts), live.seconds, tokens, None)
+        transcript = "".join(parts)
+        tokens = Tokens.of(utterance.usage)
+        await self._completed(
+            live.item_id, transcript, live.seconds, tokens, None, utterance.spoken
+        )
 
     async def _completed(
         self,
         item_id: str,
         transcript: str,
         seconds: float,
-        tokens: tuple[int, int],
+        tokens: Tokens,
         logprobs: list[dict[str, Any]] | None,
+        spoken: list[str],
     ) -> None:
-        usage = token_usage(*tokens)
         await self._send(
-            events.transcription_completed(item_id, transcript, usage, logprobs=logprobs)
+            events.transcription_completed(
+                item_id, transcript, tokens.body(), logprobs=logprobs, spoken=spoken
+            )
         )
-        self._remember(transcript)
-        self.state.metrics.transcribed(seconds, *tokens)
-
-    def _context(self) -> str | None:
-        earlier = " ".join(self._history)[-MAX_CONTEXT_CHARS:]
-        parts = [part for part in (self.config.prompt, earlier) if part]
-        return "\n".join(parts) or None
-
-    def _remember(self, transcript: str) -> None:
-        if transcript:
-            self._history.append(transcript)
-            while len(self._history) > 1 and sum(map(len, self._history)) > MAX_CONTEXT_CHARS:
-                self._history.pop(0)
+        self._history.remember(transcript)
+        self.state.metrics.transcribed(seconds, tokens)
 
 
 def _ms(samples: int) -> int:

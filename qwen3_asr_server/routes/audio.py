@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from .. import alignment, audio
+from .. import alignment, audio, prompt
 from ..auth import require_api_key
 from ..backend.aligner import Aligner
 from ..errors import invalid
@@ -17,10 +17,11 @@ from ..middleware import access_log, body_limits
 from ..state import AppState, State
 from ..transcription import form, responses
 from ..transcription.streaming import TranscriptStream
-from ..transcription.transcribe import Options, transcribe
+from ..transcription.transcribe import SUBTITLE_CHUNKING, Options, transcribe
 
 router = APIRouter(dependencies=[Depends(require_api_key)])
 
+MAX_FORM_FIELDS = 256  # keywords[] and languages[] are a field each
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of
 # it costs less than the hop to a decoding thread and back.
 INLINE_WAV_BYTES = 1 << 20
@@ -43,9 +44,10 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     settings = state.settings
-    async with request.form(max_files=1, max_fields=32) as fields:
+    async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS) as fields:
         options = form.parse(fields, translation=translation)
         state.catalog.resolve(options.model)
+        context = _context(state, options)
         aligner = _aligner_for(state, options)
         body_limits.check_upload(options.upload, state.upload_limit)
         if not options.upload.size:
@@ -62,14 +64,19 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
                     audio.decode, options.upload.file, settings.max_audio_seconds
                 )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
+    chunking = options.chunking
+    if chunking is None and aligner is None and options.response_format in ("srt", "vtt"):
+        chunking = SUBTITLE_CHUNKING
     work = Options.from_settings(
         settings,
         language=options.language,
-        context=options.prompt,
+        context=context,
         temperature=options.temperature,
         timed=options.response_format in form.TIMED_FORMATS,
         logprobs=options.logprobs,
         aligner=aligner,
+        candidates=options.candidates,
+        chunking=chunking,
     )
     if options.stream:
         stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
@@ -81,9 +88,7 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
             background=BackgroundTask(stream.close),  # also when the stream never started
         )
     transcript = await transcribe(state.upstream, decoded, work, request.state.request_id)
-    state.metrics.transcribed(
-        transcript.duration, transcript.prompt_tokens, transcript.completion_tokens
-    )
+    state.metrics.transcribed(transcript.duration, transcript.tokens)
     if settings.log_transcripts:
         access_log.log_transcript(request.state.request_id, transcript.text)
     note = None
@@ -98,7 +103,21 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
         logprobs=options.logprobs,
         note=note,
         granularities=options.granularities,
+        # as OpenAI bills them: gpt-* transcribe models in tokens, whisper-1 in seconds
+        by_duration=not (options.model or "").startswith("gpt-"),
     )
+
+
+def _context(state: AppState, options: form.AudioRequest) -> str | None:
+    """The prompt and keywords as the model's context; a 400 if they could not fit."""
+    context = prompt.context(options.prompt, options.keywords)
+    size = len(context.encode()) if context else 0
+    settings = state.settings
+    limit = prompt.context_limit(settings.max_model_len, settings.segment_seconds)
+    if size > limit:
+        param = "keywords" if options.keywords else "prompt"
+        raise invalid(prompt.context_too_long(size, limit), param, code="context_too_long")
+    return context
 
 
 def _aligner_for(state: AppState, options: form.AudioRequest) -> Aligner | None:
@@ -135,6 +154,6 @@ async def _counted(
 ) -> AsyncIterator[str]:
     async for event in stream.events():
         yield event
-    state.metrics.transcribed(seconds, stream.prompt_tokens, stream.completion_tokens)
+    state.metrics.transcribed(seconds, stream.tokens)
     if state.settings.log_transcripts and stream.text is not None:
         access_log.log_transcript(request_id, stream.text)

@@ -7,30 +7,15 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from .. import subtitles
+from .. import languages, subtitles
 from .transcribe import Segment, Transcript
+from .usage import duration
 
 CONTENT_TYPES = {
     "text": "text/plain; charset=utf-8",
     "srt": "application/x-subrip; charset=utf-8",
     "vtt": "text/vtt; charset=utf-8",
 }
-
-
-def duration_usage(seconds: float) -> dict[str, Any]:
-    """OpenAI's usage for whisper-style transcription: the audio's length."""
-    return {"type": "duration", "seconds": round(seconds, 3)}
-
-
-def token_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """OpenAI's usage for gpt-4o-transcribe-style models: tokens read (audio included) and
-    written. Streamed transcriptions and Realtime transcripts report it."""
-    return {
-        "type": "tokens",
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": input_tokens + output_tokens,
-    }
 
 
 def compression_ratio(text: str) -> float:
@@ -69,6 +54,7 @@ def verbose(
         "language": (transcript.language or "unknown").lower(),
         "duration": round(transcript.duration, 3),
         "text": transcript.text,
+        "languages": languages.detected(transcript.spoken),
     }
     if granularities != {"word"}:
         body["segments"] = [
@@ -79,19 +65,19 @@ def verbose(
         body["words"] = [
             {"word": word.word, "start": word.start, "end": word.end} for word in transcript.words
         ]
-    body["usage"] = duration_usage(transcript.duration)
+    body["usage"] = duration(transcript.duration)
     return body
 
 
 def cues(transcript: Transcript) -> list[subtitles.Cue]:
     """Subtitle cues: cut at sentence ends with word times when the segments were aligned,
-    else one per segment."""
+    else with times estimated inside each segment."""
     found: list[subtitles.Cue] = []
     for segment in transcript.segments:
         if segment.words:
             found += subtitles.sentence_cues(segment.text, segment.words)
         else:
-            found.append(subtitles.Cue(segment.start, segment.end, segment.text))
+            found += subtitles.estimated_cues(segment.start, segment.end, segment.text)
     return found
 
 
@@ -104,7 +90,9 @@ def render(
     logprobs: bool = False,
     note: str | None = None,
     granularities: frozenset[str] = frozenset(),
+    by_duration: bool = False,
 ) -> Response:
+    """`by_duration`: json's usage in seconds, as whisper-1's is, not in tokens."""
     if response_format in ("srt", "vtt"):
         writer = subtitles.srt if response_format == "srt" else subtitles.vtt
         return PlainTextResponse(
@@ -115,7 +103,12 @@ def render(
     if response_format == "verbose_json":
         body = verbose(transcript, task=task, temperature=temperature, granularities=granularities)
     else:
-        body = {"text": transcript.text, "usage": duration_usage(transcript.duration)}
+        usage = duration(transcript.duration) if by_duration else transcript.tokens.body()
+        body = {
+            "text": transcript.text,
+            "languages": languages.detected(transcript.spoken),
+            "usage": usage,
+        }
         if logprobs:
             body["logprobs"] = transcript.logprobs
     if note is not None:

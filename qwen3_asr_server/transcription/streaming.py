@@ -3,25 +3,28 @@
 vLLM streams chat chunks that still carry `language X<asr_text>`, split anywhere; clients
 expect OpenAI's events with clean text. The pieces of a long recording stream from vLLM
 concurrently, each into a queue of its own, and the queues are read one after the other, so
-piece N+1's deltas never reach the client before piece N's.
+piece N+1's deltas never reach the client before piece N's. A piece in a language the
+client did not list (`languages[]`) is dropped before any of its text is sent, and streamed
+again in the first one listed: the model names the language before it writes text.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
+from .. import languages
 from ..audio import Audio
-from ..backend.upstream import Upstream
+from ..backend.upstream import EventStream, Upstream
 from ..cleaning import LogprobFilter, StreamCleaner, transcription_logprob
 from ..errors import APIError
 from ..segmentation import Span
-from .responses import token_usage
 from .transcribe import Options, joiner, plan, request_body
+from .usage import Tokens
 
 DELTA = "transcript.text.delta"
 DONE = "transcript.text.done"
@@ -29,14 +32,16 @@ DONE = "transcript.text.done"
 
 @dataclass
 class _Item:
-    """What one piece's stream produced next: text, its end, or its failure."""
+    """What one piece's stream produced next: text, its end, or its failure; or, before
+    any text, that it is in a language the client did not list."""
 
     text: str = ""
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     language: str | None = None
     end: bool = False
-    usage: dict[str, Any] = field(default_factory=dict)
+    tokens: Tokens = field(default_factory=Tokens)
     error: APIError | None = None
+    outside: bool = False
 
 
 def sse(event: dict[str, Any]) -> str:
@@ -60,8 +65,8 @@ class TranscriptStream:
         self.tasks: list[asyncio.Task[None]] = []
         self.closing = False
         self.first: _Item | None = None
-        self.prompt_tokens = 0  # totals, known once the events are through
-        self.completion_tokens = 0
+        self.tokens = Tokens()  # totals, known once the events are through
+        self.spoken: list[str] = []  # the languages heard, first heard first
         self.text: str | None = None  # the whole text, once it is through
 
     async def start(self) -> None:
@@ -94,7 +99,6 @@ class TranscriptStream:
         """The clean text as it comes, with its tokens' logprobs, the pieces joined in order;
         raises the APIError of a piece that failed. `text` and the token totals are set once
         it is through; the pieces' streams are closed either way."""
-        forced = self.options.language.name if self.options.language else None
         parts: list[str] = []
         try:
             for index in range(len(self.queues)):
@@ -104,12 +108,13 @@ class TranscriptStream:
                     if item.error is not None:
                         raise item.error
                     if item.end:
-                        self.prompt_tokens += int(item.usage.get("prompt_tokens") or 0)
-                        self.completion_tokens += int(item.usage.get("completion_tokens") or 0)
+                        self.tokens += item.tokens
                         break
                     text = item.text
                     if text and not started and "".join(parts):
-                        text = joiner(forced or item.language) + text
+                        text = joiner(item.language) + text
+                    if text and item.language and item.language not in self.spoken:
+                        self.spoken.append(item.language)
                     started = started or bool(text)
                     parts.append(text)
                     yield text, item.logprobs
@@ -129,8 +134,12 @@ class TranscriptStream:
             return
         finally:
             await self.close()  # `texts()` closes too, but only if it is iterated to its end
-        usage = token_usage(self.prompt_tokens, self.completion_tokens)
-        done: dict[str, Any] = {"type": DONE, "text": self.text, "usage": usage}
+        done: dict[str, Any] = {
+            "type": DONE,
+            "text": self.text,
+            "languages": languages.detected(self.spoken),
+            "usage": self.tokens.body(),
+        }
         if self.options.logprobs:
             done["logprobs"] = logprobs
         yield sse(done)
@@ -150,38 +159,54 @@ class TranscriptStream:
     async def _piece(
         self, span: Span, queue: asyncio.Queue[_Item], slots: asyncio.Semaphore
     ) -> None:
+        async with slots:
+            last = await self._stream(span, queue, self.options)
+            if last.outside:
+                forced = self.options.forcing(self.options.candidates[0])
+                again = await self._stream(span, queue, forced)
+                last = replace(again, tokens=last.tokens + again.tokens)
+            queue.put_nowait(last)
+
+    async def _stream(self, span: Span, queue: asyncio.Queue[_Item], options: Options) -> _Item:
+        """One piece's answer streamed into `queue`; returns its last item."""
+
         def body() -> dict[str, Any]:
-            built = request_body(self.upstream, self.audio, span, self.options)
+            built = request_body(self.upstream, self.audio, span, options)
             return {**built, "stream_options": {"include_usage": True}}
 
-        async with slots:
-            try:
-                events = await self.upstream.chat_stream(body, self.request_id)
-            except APIError as exc:
-                queue.put_nowait(_Item(error=exc))
-                return
-            queue.put_nowait(await _relay(events, queue))
+        try:
+            events = await self.upstream.chat_stream(body, self.request_id)
+        except APIError as exc:
+            return _Item(error=exc)
+        try:
+            return await _relay(events, queue, options)
+        finally:
+            await events.aclose()
 
 
-async def _relay(events: AsyncIterable[dict[str, Any]], queue: asyncio.Queue[_Item]) -> _Item:
-    """Put a piece's clean deltas into `queue`; return its last item (end or error)."""
+async def _relay(events: EventStream, queue: asyncio.Queue[_Item], options: Options) -> _Item:
+    """Put a piece's clean deltas into `queue`; return its last item (end, error, or a
+    language outside the client's list, found before any text)."""
+    forced = options.language.name if options.language else None
     cleaner = StreamCleaner()
     kept = LogprobFilter()
-    usage: dict[str, Any] = {}
+    usage: dict[str, Any] | None = None
     try:
         async for event in events:
             usage = event.get("usage") or usage
             for choice in event.get("choices") or []:
                 content = (choice.get("delta") or {}).get("content")
                 text = cleaner.feed(content) if isinstance(content, str) else ""
+                if cleaner.decided and options.outside(cleaner.spoken_language):
+                    return _Item(outside=True)  # vLLM counts tokens at the end only
                 logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
                 if choice.get("finish_reason") is not None:
                     text += cleaner.finish()
                     logprobs += kept.finish()
                 if text or logprobs:
                     entries = [transcription_logprob(entry) for entry in logprobs]
-                    language = cleaner.spoken_language
+                    language = cleaner.spoken_language or forced
                     queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
     except APIError as exc:
         return _Item(error=exc)
-    return _Item(end=True, usage=usage)
+    return _Item(end=True, tokens=Tokens.of(usage))

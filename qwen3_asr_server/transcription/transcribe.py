@@ -3,7 +3,12 @@
 A short clip that only needs text (`json`, `text`) goes upstream whole, as one request, so a
 voice agent pays nothing for segmentation. Longer audio, and every request for timestamps
 (`verbose_json`, `srt`, `vtt`), is cut at pauses into pieces no longer than the model's
-window; the pieces are transcribed concurrently (vLLM batches them) and joined in order.
+window (where the client's `chunking_strategy` says, when it sets one); the pieces are
+transcribed concurrently (vLLM batches them) and joined in order.
+
+`languages[]` with several entries: Qwen3-ASR either detects the language or is told one,
+so a piece is transcribed as detected and, when the model heard a language outside the
+list, transcribed again in the first one listed.
 """
 
 from __future__ import annotations
@@ -24,12 +29,15 @@ from ..backend.upstream import Upstream
 from ..cleaning import LogprobFilter, clean, transcription_logprob
 from ..errors import APIError
 from ..languages import Language
-from ..segmentation import Span
+from ..segmentation import Chunking, Span
 from ..settings import Settings
+from .usage import Tokens
 
 T = TypeVar("T")
 # Written without spaces between words: pieces join without one.
 UNSPACED_LANGUAGES = frozenset({"Chinese", "Japanese", "Cantonese", "Thai"})
+# Subtitles without word times: every pause this long ends a piece, so cues follow speech
+SUBTITLE_CHUNKING = Chunking(min_pause=0.7, every_pause=True)
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,8 @@ class Options:
     window: float  # seconds the model takes at once
     concurrency: int  # pieces of this request in flight upstream
     aligner: Aligner | None = None  # set when word times are wanted (words, or cues)
+    candidates: tuple[Language, ...] = ()  # languages[] with several: the ones allowed
+    chunking: Chunking | None = None  # where to cut; None: whole when it fits, else pauses
 
     @classmethod
     def from_settings(
@@ -54,6 +64,8 @@ class Options:
         timed: bool = False,
         logprobs: bool = False,
         aligner: Aligner | None = None,
+        candidates: tuple[Language, ...] = (),
+        chunking: Chunking | None = None,
     ) -> Options:
         """A request's options with the server's window and concurrency; a piece that is to
         be aligned is aligned in one pass, so it must fit the aligner's window too."""
@@ -69,7 +81,17 @@ class Options:
             window=window,
             concurrency=settings.segment_concurrency,
             aligner=aligner,
+            candidates=candidates,
+            chunking=chunking,
         )
+
+    def forcing(self, language: Language) -> Options:
+        return dataclasses.replace(self, language=language, candidates=())
+
+    def outside(self, spoken: str | None) -> bool:
+        """Whether the model heard a language the client did not list."""
+        names = {language.name for language in self.candidates}
+        return bool(names) and spoken is not None and spoken not in names
 
 
 @dataclass(frozen=True)
@@ -90,24 +112,23 @@ class Transcript:
     duration: float
     segments: list[Segment]
     logprobs: list[dict[str, Any]]
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    tokens: Tokens = dataclasses.field(default_factory=Tokens)
     words: list[Word] | None = None  # every segment's, when aligned
+    spoken: tuple[str, ...] = ()  # every language heard (English names), first heard first
 
 
 @dataclass(frozen=True)
 class _Piece:
     segment: Segment
-    language: str | None
-    prompt_tokens: int
-    completion_tokens: int
+    language: str | None  # as the model said it, or as it was forced
+    tokens: Tokens
 
 
 def plan(audio: Audio, options: Options) -> list[Span]:
     """The pieces to send: the whole clip when that will do, else pieces cut at pauses."""
-    if not options.timed and audio.duration <= options.window:
+    if options.chunking is None and not options.timed and audio.duration <= options.window:
         return [] if segmentation.is_silent(audio.samples) else [Span(0, len(audio.samples))]
-    return segmentation.split(audio.samples, RATE, options.window)
+    return segmentation.split(audio.samples, RATE, options.window, options.chunking)
 
 
 def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options) -> dict[str, Any]:
@@ -142,8 +163,8 @@ async def transcribe(
 
     answered = await _all_or_nothing(one(span) for span in spans)
     pieces = [piece for piece in answered if piece.segment.text]
-    forced = options.language.name if options.language else None
-    language = forced or next((piece.language for piece in pieces if piece.language), None)
+    spoken = tuple(dict.fromkeys(piece.language for piece in pieces if piece.language))
+    language = spoken[0] if spoken else (options.language.name if options.language else None)
     separator = joiner(language)
     segments = [piece.segment for piece in pieces]
     words = None
@@ -159,9 +180,9 @@ async def transcribe(
         duration=audio.duration,
         segments=segments,
         logprobs=[entry for piece in pieces for entry in piece.segment.logprobs],
-        prompt_tokens=sum(piece.prompt_tokens for piece in pieces),
-        completion_tokens=sum(piece.completion_tokens for piece in pieces),
+        tokens=sum((piece.tokens for piece in answered), Tokens()),
         words=words,
+        spoken=spoken,
     )
 
 
@@ -186,6 +207,16 @@ async def _align(
 async def _transcribe_span(
     upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
 ) -> _Piece:
+    piece = await _ask(upstream, audio, span, options, request_id)
+    if not options.outside(piece.language):
+        return piece
+    again = await _ask(upstream, audio, span, options.forcing(options.candidates[0]), request_id)
+    return dataclasses.replace(again, tokens=piece.tokens + again.tokens)
+
+
+async def _ask(
+    upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
+) -> _Piece:
     answer = await upstream.chat(
         functools.partial(request_body, upstream, audio, span, options), request_id
     )
@@ -198,7 +229,6 @@ async def _transcribe_span(
         if isinstance(entry, dict) and math.isfinite(entry.get("logprob", math.nan))
     ]
     kept = LogprobFilter()
-    usage = answer.get("usage") or {}
     start, end = span.seconds(RATE)
     segment = Segment(
         start=start,
@@ -208,12 +238,8 @@ async def _transcribe_span(
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
         logprobs=[transcription_logprob(e) for e in kept.feed(entries) + kept.finish()],
     )
-    return _Piece(
-        segment,
-        cleaned.spoken_language,
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
-    )
+    forced = options.language.name if options.language else None
+    return _Piece(segment, cleaned.spoken_language or forced, Tokens.of(answer.get("usage")))
 
 
 def _choice(answer: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,25 @@ def test_transcription_is_the_clean_text(engine: Engine) -> None:
     assert _tokens_used(engine)[1]["completion"] == _answer_tokens(engine)
 
 
+def test_usage_splits_audio_from_text_tokens_and_keywords_reach_the_model(engine) -> None:
+    sdk = engine.sdk()
+    plain = sdk.audio.transcriptions.create(model="gpt-transcribe", file=("a.wav", CLIP))
+    primed = sdk.audio.transcriptions.create(
+        model="gpt-transcribe", file=("a.wav", CLIP), keywords=["Hermes", "oikos"]
+    )
+    split = []
+    for result in (plain, primed):
+        assert result.usage is not None
+        assert result.usage.type == "tokens"
+        details = result.usage.input_token_details
+        assert details is not None
+        assert details.audio_tokens == 65  # vLLM's count: Qwen3-ASR's encoder, 13 a second
+        assert details.audio_tokens + details.text_tokens == result.usage.input_tokens
+        split.append(details.text_tokens)
+    assert split[1] - split[0] >= _tokens(engine, "Hermes, oikos")  # the system turn's
+    assert [language.code for language in plain.languages or []] == ["en"]
+
+
 def test_text_format_is_plain_text(engine: Engine) -> None:
     with engine.http() as http:
         response = http.post(

@@ -140,19 +140,35 @@ async def test_unspaced_languages_are_joined_without_spaces(harness: Harness) ->
     assert result.text == "你好，世界。" * count
 
 
-async def test_srt_and_vtt_have_one_cue_per_segment(harness: Harness) -> None:
-    verbose = await harness.sdk.audio.transcriptions.create(
-        model=MODEL, file=("m.mp3", MEETING), response_format="verbose_json"
+async def test_srt_and_vtt_cues_follow_the_pauses(harness: Harness) -> None:
+    """Without an aligner every pause of 0.7 s ends a piece, as server_vad chunking with
+    that silence does; a piece's text is cut into cues of at most 7 s."""
+    chunked = await harness.sdk.audio.transcriptions.create(
+        model=MODEL,
+        file=("m.mp3", MEETING),
+        response_format="verbose_json",
+        chunking_strategy={
+            "type": "server_vad",
+            "silence_duration_ms": 700,
+            "prefix_padding_ms": 150,
+        },
     )
-    segments = verbose.segments or []
+    segments = chunked.segments or []
+    assert len(segments) > 1
     srt = await harness.sdk.audio.transcriptions.create(
         model=MODEL, file=("m.mp3", MEETING), response_format="srt"
     )
     cues = re.findall(
         r"^(\d+)\n(\d\d:\d\d:\d\d,\d\d\d) --> (\d\d:\d\d:\d\d,\d\d\d)\n(.+?)\n\n", srt, re.M | re.S
     )
-    assert [int(number) for number, *_ in cues] == list(range(1, len(segments) + 1))
-    assert [text for *_, text in cues] == [segment.text for segment in segments]
+    assert [int(number) for number, *_ in cues] == list(range(1, len(cues) + 1))
+    texts = [text.replace("\n", " ") for *_, text in cues]
+    assert " ".join(texts) == " ".join(segment.text for segment in segments)
+    times = [(_seconds(begin), _seconds(finish)) for _, begin, finish, _ in cues]
+    assert {round(segment.start, 3) for segment in segments} <= {begin for begin, _ in times}
+    for (begin, finish), text in zip(times, texts, strict=True):
+        assert finish - begin <= 7.0 or " " not in text
+    assert times == sorted(times)
     vtt = await harness.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("m.mp3", MEETING)},
@@ -160,13 +176,18 @@ async def test_srt_and_vtt_have_one_cue_per_segment(harness: Harness) -> None:
     )
     assert vtt.headers["content-type"] == "text/vtt; charset=utf-8"
     assert vtt.text.startswith("WEBVTT\n\n")
-    assert len(re.findall(r"^\d\d:\d\d:\d\d\.\d\d\d --> ", vtt.text, re.M)) == len(segments)
+    assert len(re.findall(r"^\d\d:\d\d:\d\d\.\d\d\d --> ", vtt.text, re.M)) == len(cues)
     raw_srt = await harness.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("m.mp3", MEETING)},
         data={"response_format": "srt"},
     )
     assert raw_srt.headers["content-type"] == "application/x-subrip; charset=utf-8"
+
+
+def _seconds(timestamp: str) -> float:
+    hours, minutes, seconds = timestamp.replace(",", ".").split(":")
+    return round(int(hours) * 3600 + int(minutes) * 60 + float(seconds), 3)
 
 
 async def test_silence_has_no_segments(harness: Harness) -> None:

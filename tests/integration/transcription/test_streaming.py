@@ -73,7 +73,14 @@ async def test_silence_streams_only_an_empty_done(harness: Harness) -> None:
         {
             "type": "transcript.text.done",
             "text": "",
-            "usage": {"type": "tokens", "input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+            "languages": [],
+            "usage": {
+                "type": "tokens",
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "total_tokens": 0,
+                "input_token_details": {"audio_tokens": 0, "text_tokens": 0},
+            },
         }
     ]
     assert harness.standin.requests == []

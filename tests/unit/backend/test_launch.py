@@ -43,6 +43,7 @@ def test_vllm_on_path_is_served_with_our_defaults(monkeypatch, tmp_path: Path) -
         "4096",
         "--kv-cache-dtype",
         "fp8",
+        "--enable-prompt-tokens-details",
         "--enable-prefix-caching",
         "--gpu-memory-utilization",
         "0.55",

@@ -309,9 +309,10 @@ def test_a_refused_update_changes_nothing() -> None:
 
 
 def test_unknown_fields_are_ignored() -> None:
-    event = ga_update(transcription={"language": "en", "keywords": ["Qwen"], "delay": "low"})
+    event = ga_update(transcription={"language": "en"})
     event["session"]["future_field"] = {"anything": 1}
     event["session"]["audio"]["output"] = {"voice": "x"}
+    event["session"]["audio"]["input"]["transcription"]["future_field"] = 1
     event["event_id"] = "evt_1"
     assert apply_update(GA, event) == SessionConfig(language=languages.resolve("en"))
 

@@ -49,7 +49,7 @@ from qwen3_asr_server.realtime.client_events import (
     EventError,
     SessionConfig,
 )
-from qwen3_asr_server.transcription.responses import token_usage
+from qwen3_asr_server.transcription.usage import Tokens
 
 GA = SessionConfig()
 BETA = SessionConfig(beta=True)
@@ -134,12 +134,18 @@ def test_transcription_delta(model: type[pydantic.BaseModel]) -> None:
     "model", [ConversationItemInputAudioTranscriptionCompletedEvent, BetaCompleted]
 )
 def test_transcription_completed(model: type[pydantic.BaseModel]) -> None:
-    usage = token_usage(input_tokens=40, output_tokens=3)
-    built = events.transcription_completed("item_a", "Hello.", usage, logprobs=LOGPROBS)
+    usage = Tokens(input=40, output=3, audio=26).body()
+    built = events.transcription_completed(
+        "item_a", "Hello.", usage, logprobs=LOGPROBS, spoken=["French", "English", "French"]
+    )
     parsed = sdk(model, built)
     assert (parsed.item_id, parsed.transcript, parsed.content_index) == ("item_a", "Hello.", 0)
     assert (parsed.usage.type, parsed.usage.total_tokens) == ("tokens", 43)
+    details = parsed.usage.input_token_details
+    assert (details.audio_tokens, details.text_tokens) == (26, 14)
     assert parsed.logprobs[0].bytes == [104, 105]
+    if model is ConversationItemInputAudioTranscriptionCompletedEvent:
+        assert [language.code for language in parsed.languages] == ["fr", "en"]
 
 
 def test_logprobs_are_left_out_unless_asked_for() -> None:
