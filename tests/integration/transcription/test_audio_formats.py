@@ -185,6 +185,36 @@ async def test_srt_and_vtt_cues_follow_the_pauses(harness: Harness) -> None:
     assert raw_srt.headers["content-type"] == "application/x-subrip; charset=utf-8"
 
 
+LECTURE = (
+    "So today we look at how a speech server cuts long audio into pieces, why it cuts at "
+    "pauses, and what a reader of the subtitles needs, which is short cues that come and go "
+    "with the voice. Nobody reads twenty seconds of text in one block"
+)
+
+
+async def test_subtitles_of_long_speech_with_few_pauses_stay_readable() -> None:
+    """70 s of speech with two pauses: without an aligner the cues used to be one per
+    piece, 20-25 s each; now none is over 7 s or two lines of 42 columns."""
+    pattern = [(23.0, True), (1.0, False), (22.0, True), (1.0, False), (23.0, True)]
+    talk = encode(speech_like(pattern), 16000, "mp3")
+    async with app_before(StandIn(MODEL, text=LECTURE)) as h:
+        srt = await h.sdk.audio.transcriptions.create(
+            model=MODEL, file=("talk.mp3", talk), response_format="srt"
+        )
+    blocks = [block.split("\n") for block in srt.strip().split("\n\n")]
+    assert len(blocks) >= 3 * 4  # 22-23 s pieces: at least four cues of 7 s each
+    assert [block[0] for block in blocks] == [str(n) for n in range(1, len(blocks) + 1)]
+    ends = []
+    for _, timing, *lines in blocks:
+        begin, finish = (_seconds(stamp) for stamp in timing.split(" --> "))
+        assert finish - begin <= 7.0
+        assert 1 <= len(lines) <= 2
+        assert all(len(line) <= 42 for line in lines)
+        ends.append((begin, finish))
+    assert ends == sorted(ends)
+    assert ends[-1][1] == pytest.approx(70.0, abs=0.5)
+
+
 def _seconds(timestamp: str) -> float:
     hours, minutes, seconds = timestamp.replace(",", ".").split(":")
     return round(int(hours) * 3600 + int(minutes) * 60 + float(seconds), 3)
