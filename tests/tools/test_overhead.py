@@ -9,23 +9,28 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.fixtures.process import REPO
 
 
-def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> None:
-    out = tmp_path / "figures.json"
-    small = ["--runs", "2", "--requests", "20", "--cpu-requests", "20", "--model-ms", "5"]
-    small += ["--json", str(out)]
+def overhead(out: Path, *args: str) -> dict[str, Any]:
+    """scripts/overhead.py run with `args`, writing its figures to `out`: the figures."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "overhead.py"), *small],
+        [sys.executable, str(REPO / "scripts" / "overhead.py"), *args, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    figures = json.loads(out.read_text())
+    figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
+
+
+def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> None:
+    small = ["--runs", "2", "--requests", "20", "--cpu-requests", "20", "--model-ms", "5"]
+    figures = overhead(tmp_path / "figures.json", *small)
     assert figures["upstream"] == "stand-in, 5.0 ms"
     assert figures["failed"] == 0
     assert figures["requests"] == 20
@@ -51,3 +56,15 @@ def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> No
     mp3 = cpu["speech-30s.mp3"]
     assert mp3["direct"]["upstream"] > 0
     assert mp3["proxy"]["proxy"] > 0
+
+
+def test_capacity_measures_cpu_per_request_against_the_floor(tmp_path: Path) -> None:
+    figures = overhead(tmp_path / "capacity.json", "--capacity", "--seconds", "1")
+    assert list(figures) == ["speech-5s.wav", "speech-30s.mp3"]
+    for runs in figures.values():
+        for target in ("floor", "server"):
+            assert runs[target]["failed"] == 0
+            assert runs[target]["req_per_s"] > 0
+            assert runs[target]["cpu_ms_per_request"] > 0
+        ratio = runs["server"]["cpu_ms_per_request"] / runs["floor"]["cpu_ms_per_request"]
+        assert runs["cpu_ratio"] == round(ratio, 2)
