@@ -9,13 +9,14 @@ them as float16, about a third of the JSON's size, described by a `metadata` hea
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
 import orjson
 
 from .. import alignment
 from ..alignment import Word
+from .client import Client
 from .failures import failed, reaching
 from .supervisor import Supervisor
 
@@ -30,9 +31,9 @@ class Aligner:
         self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         self.timeout = timeout
-        # the body is written with orjson, so httpx does not know it is JSON; vLLM insists
+        # the body is written with orjson, so the client does not know it is JSON; vLLM insists
         headers = {"Content-Type": "application/json", **supervisor.backend.headers}
-        self._client = httpx.AsyncClient(base_url=supervisor.url, headers=headers, timeout=timeout)
+        self._client = Client(supervisor.url, headers, timeout)
 
     def check_ready(self) -> None:
         self.supervisor.check_ready("The aligner (word timestamps)")
@@ -60,11 +61,13 @@ class Aligner:
         }
         if self.supervisor.upstream_model is not None:  # else vLLM takes the one it serves
             body["model"] = self.supervisor.upstream_model
+        url = self._client.url(POOLING_PATH)
         with reaching(BACKEND, self.timeout):
-            response = await self._client.post(POOLING_PATH, content=orjson.dumps(body))
-        if response.status_code >= 400:
-            raise failed(BACKEND, f"HTTP {response.status_code}: {response.text[:300]}")
-        bins = _bins(response)
+            async with self._client.session.post(url, data=orjson.dumps(body)) as response:
+                status, headers, raw = response.status, response.headers, await response.read()
+        if status >= 400:
+            raise failed(BACKEND, f"HTTP {status}: {raw[:300].decode(errors='replace')}")
+        bins = _bins(headers, raw)
         if len(bins) != 2 * len(units):
             raise failed(BACKEND, f"{len(bins)} rows for {2 * len(units)} timestamps.")
         return alignment.words(units, bins, self.segment_time, offset)
@@ -73,13 +76,13 @@ class Aligner:
         await self._client.aclose()
 
 
-def _bins(response: httpx.Response) -> list[int]:
+def _bins(headers: Mapping[str, str], content: bytes) -> list[int]:
     """The best bin of every row of vLLM's bytes answer, found through its `metadata`."""
     try:
-        metadata: dict[str, Any] = orjson.loads(response.headers["metadata"])
+        metadata: dict[str, Any] = orjson.loads(headers["metadata"])
         item = metadata["data"][0]
         rows, classes = (int(size) for size in item["shape"])
-        data = response.content[int(item["start"]) : int(item["end"])]
+        data = content[int(item["start"]) : int(item["end"])]
         return alignment.best_bins(data, (rows, classes))
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise failed(BACKEND, f"an answer that is not vLLM's bytes encoding ({exc!r}).") from exc

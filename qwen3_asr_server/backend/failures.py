@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import httpx
+import aiohttp
 
 from ..errors import APIError, unavailable
 
@@ -23,11 +23,11 @@ def reaching(backend: str, timeout: float) -> Iterator[None]:
     as the APIError the client gets."""
     try:
         yield
-    except httpx.TimeoutException as exc:
+    except TimeoutError as exc:  # aiohttp's timeouts are asyncio's, which are the builtin's
         raise APIError(
             504, f"{backend} did not answer within {timeout:.0f} s.", code="backend_timeout"
         ) from exc
-    except httpx.TransportError as exc:
+    except aiohttp.ClientError as exc:
         raise unreachable(backend) from exc
 
 

@@ -19,12 +19,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-import httpx
+import aiohttp
 
 from ..errors import unavailable
 from ..metrics import Metrics
 from ..settings import Settings
 from . import launch
+from .client import Client
 from .roles import ASR, Backend
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ POLL_LOADING = 0.5  # seconds between health probes while loading
 POLL_READY = 2.0  # and once ready
 STOP_GRACE = 10.0  # seconds vLLM gets to exit after SIGTERM before SIGKILL
 BACKOFF_MAX = 30.0
+PROBE_SECONDS = 5.0  # a probe of /health or /v1/models that takes longer has failed
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=PROBE_SECONDS)
 
 
 class FatalBackendError(Exception):
@@ -94,9 +97,7 @@ class Supervisor:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._recent_output: deque[str] = deque(maxlen=20)
-        self._probe_client = httpx.AsyncClient(
-            base_url=self.url, headers=backend.headers, timeout=5.0
-        )
+        self._probe_client = Client(self.url, backend.headers, PROBE_SECONDS, connections=2)
         metrics.model_ready.labels(backend.role).set(0)  # listed from the start, as 0
         metrics.backend_restarts.labels(backend.role)
 
@@ -150,19 +151,22 @@ class Supervisor:
             self.metrics.model_ready.labels(self.backend.role).set(1 if ready else 0)
 
     async def _probe(self) -> bool:
+        probe = self._probe_client
         try:
-            response = await self._probe_client.get("/health")
-        except httpx.HTTPError:
+            async with probe.session.get(probe.url("/health"), timeout=_PROBE_TIMEOUT) as answer:
+                return answer.status == 200
+        except (aiohttp.ClientError, TimeoutError):
             return False
-        return response.status_code == 200
 
     async def _discover_model(self) -> None:
         """For a backend given by URL: adopt the id it lists when ours is not among its ids
         and it lists only one (or when we have none)."""
+        probe = self._probe_client
         try:
-            response = await self._probe_client.get("/v1/models")
-            ids = [str(entry["id"]) for entry in response.json()["data"]]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            async with probe.session.get(probe.url("/v1/models"), timeout=_PROBE_TIMEOUT) as answer:
+                listing = await answer.json(content_type=None)
+            ids = [str(entry["id"]) for entry in listing["data"]]
+        except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError):
             return
         if self.upstream_model in ids or not ids:
             return

@@ -6,16 +6,16 @@ It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are bu
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from ..errors import APIError, unavailable
 from ..settings import Settings
 from .admission import DEFAULT_LIMIT, Admission
+from .client import Client
 from .failures import SPEECH_BACKEND, failed, reaching
 from .supervisor import Supervisor
 
@@ -58,13 +58,8 @@ class Upstream:
         )
         # One kept-alive connection per admission slot: no request waits for a connection,
         # and none is opened and closed again under load.
-        pool = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
-        self._client = httpx.AsyncClient(
-            base_url=supervisor.url,
-            headers={**settings.backend_headers, "Content-Type": "application/json"},
-            timeout=httpx.Timeout(settings.request_timeout, connect=10.0),
-            limits=pool,
-        )
+        headers = {**settings.backend_headers, "Content-Type": "application/json"}
+        self._client = Client(supervisor.url, headers, settings.request_timeout, limit)
         self.aborted = False
 
     async def abort(self) -> None:
@@ -86,7 +81,7 @@ class Upstream:
             raise unavailable("The server is shutting down; retry shortly.")
         self.supervisor.check_ready("The speech model")
 
-    async def _send(self, body: Body, request_id: str, stream: bool) -> httpx.Response:
+    async def _send(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
         """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
         self.check_ready()
         await self.admission.acquire()
@@ -103,27 +98,36 @@ class Upstream:
             self.admission.release()
         return response
 
-    async def _request(self, body: dict[str, Any], request_id: str, stream: bool) -> httpx.Response:
-        request = self._client.build_request(
-            "POST", CHAT_PATH, content=orjson.dumps(body), headers={"X-Request-Id": request_id}
-        )
+    async def _request(
+        self, body: dict[str, Any], request_id: str, stream: bool
+    ) -> aiohttp.ClientResponse:
+        """The answer, read whole unless it is a stream; an error answer raised."""
+        session, url = self._client.session, self._client.url(CHAT_PATH)
         with reaching(SPEECH_BACKEND, self.timeout):
-            response = await self._client.send(request, stream=stream)
-        if response.status_code >= 400:
-            await response.aread()
-            await response.aclose()
+            response = await session.post(
+                url, data=orjson.dumps(body), headers={"X-Request-Id": request_id}
+            )
             try:
-                payload = response.json()
+                if not stream or response.status >= 400:
+                    await response.read()
+            except BaseException:
+                response.close()
+                raise
+        if response.status >= 400:
+            content = await response.read()  # read already: this returns it
+            response.release()
+            try:
+                payload = orjson.loads(content)
             except ValueError:
-                payload = response.text
-            raise upstream_error(response.status_code, payload)
+                payload = content.decode(errors="replace")
+            raise upstream_error(response.status, payload)
         return response
 
     async def chat(self, body: Body, request_id: str) -> dict[str, Any]:
         """One non-streaming chat completion, as vLLM returns it."""
         response = await self._send(body, request_id, stream=False)
         try:
-            data: dict[str, Any] = orjson.loads(response.content)
+            data: dict[str, Any] = orjson.loads(await response.read())
         except ValueError as exc:
             raise failed(SPEECH_BACKEND, "invalid JSON.") from exc
         return data
@@ -144,7 +148,7 @@ class EventStream:
     for a whole one).
     """
 
-    def __init__(self, response: httpx.Response, release: Callable[[], None]) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, release: Callable[[], None]) -> None:
         self._response = response
         self._release: Callable[[], None] | None = release
 
@@ -156,18 +160,19 @@ class EventStream:
         if release is None:
             return
         release()
-        # shielded: a second cancellation must not leave the connection open, with vLLM
-        # still generating for a client that is gone
-        await asyncio.shield(self._response.aclose())
+        if self._response.content.at_eof():
+            self._response.release()  # its connection goes back to the pool
+        else:
+            self._response.close()  # vLLM sees the connection close and stops generating
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
         finished: dict[int, bool] = {}  # whether each choice seen so far has its finish_reason
         try:
-            async for line in self._response.aiter_lines():
-                if not line.startswith("data:"):
+            async for line in self._response.content:
+                if not line.startswith(b"data:"):
                     continue
-                data = line[len("data:") :].strip()
-                if data == "[DONE]":
+                data = line[len(b"data:") :].strip()
+                if data == b"[DONE]":
                     break
                 event = orjson.loads(data)
                 if not isinstance(event, dict):
@@ -180,7 +185,7 @@ class EventStream:
                     done = isinstance(choice, dict) and choice.get("finish_reason") is not None
                     finished[index] = finished.get(index, False) or done
                 yield event
-        except (httpx.HTTPError, ValueError) as exc:
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             raise unavailable(f"{SPEECH_BACKEND} failed during the stream; retry shortly.") from exc
         finally:
             await self.aclose()

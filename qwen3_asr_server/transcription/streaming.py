@@ -87,7 +87,7 @@ class TranscriptStream:
 
     async def close(self) -> None:
         """Stop every piece still streaming; their upstream requests are cancelled."""
-        # Once: a second cancellation would interrupt httpx closing the upstream connection
+        # Once: a second cancellation would interrupt a piece closing its upstream request
         if not self.closing:
             self.closing = True
             for task in self.tasks:

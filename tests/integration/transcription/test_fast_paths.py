@@ -66,7 +66,8 @@ async def test_a_long_plain_wav_is_read_as_is_in_a_thread(
 
 
 async def test_connections_to_vllm_are_kept_alive_one_per_slot() -> None:
-    # More slots than httpx keeps alive by default (20): none may be closed after its answer
+    # More slots than a client pool keeps alive by default (httpx: 20): none may be closed
+    # after its answer
     slots = 24
     standin = StandIn(MODEL, delay=0.3)
     async with app_before(standin, max_concurrent=slots) as harness:
