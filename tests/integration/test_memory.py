@@ -84,7 +84,9 @@ class Server:
         self.gate = tmp / "gate"
         self.open()
         env = {"TMPDIR": str(self.spool), "MEMORY_TEST_GATE": str(self.gate)}
-        self.process = ServerProcess(tmp, ["--model", "m"], env)
+        # The floods wait on a closed backend: no piece may give up waiting for its slot (a
+        # 429 after --queue-timeout) while the last uploads of a slow run are still arriving
+        self.process = ServerProcess(tmp, ["--model", "m", "--queue-timeout", "600"], env)
         self.pid = self.process.proc.pid
         self.url = self.process.url
 
