@@ -7,6 +7,7 @@ answered what it should not have is a 502.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 
@@ -23,7 +24,7 @@ def reaching(backend: str, timeout: float) -> Iterator[None]:
     as the APIError the client gets."""
     try:
         yield
-    except TimeoutError as exc:  # aiohttp's timeouts are asyncio's, which are the builtin's
+    except asyncio.TimeoutError as exc:  # aiohttp's; the builtin only from Python 3.11 on
         raise APIError(
             504, f"{backend} did not answer within {timeout:.0f} s.", code="backend_timeout"
         ) from exc

@@ -155,7 +155,7 @@ class Supervisor:
         try:
             async with probe.session.get(probe.url("/health"), timeout=_PROBE_TIMEOUT) as answer:
                 return answer.status == 200
-        except (aiohttp.ClientError, TimeoutError):
+        except (aiohttp.ClientError, asyncio.TimeoutError):
             return False
 
     async def _discover_model(self) -> None:
@@ -166,7 +166,7 @@ class Supervisor:
             async with probe.session.get(probe.url("/v1/models"), timeout=_PROBE_TIMEOUT) as answer:
                 listing = await answer.json(content_type=None)
             ids = [str(entry["id"]) for entry in listing["data"]]
-        except (aiohttp.ClientError, TimeoutError, ValueError, KeyError, TypeError):
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, TypeError):
             return
         if self.upstream_model in ids or not ids:
             return
