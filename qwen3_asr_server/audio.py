@@ -8,12 +8,10 @@ Qwen3-ASR's feature extractor works at.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import logging
 import struct
-import threading
 import wave
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -111,28 +109,8 @@ def plain_wav(file: BinaryIO, max_seconds: float) -> Audio | None:
     return Audio(samples)
 
 
-class Stopped(Exception):
-    """Decoding was told to stop: nobody waits for the audio any more."""
-
-
-async def decode_in_thread(file: BinaryIO, max_seconds: float) -> Audio:
-    """`decode` in a worker thread. The thread reads `file`, an upload that closes with its
-    form, so a caller cancelled meanwhile (its client left) first stops the thread and waits
-    for it: FFmpeg reading a closed file would only end in errors printed to the log."""
-    stop = threading.Event()
-    work = asyncio.ensure_future(asyncio.to_thread(decode, file, max_seconds, stop))
-    try:
-        return await asyncio.shield(work)
-    except asyncio.CancelledError:
-        stop.set()
-        with contextlib.suppress(Exception):
-            await work
-        raise
-
-
-def decode(file: BinaryIO, max_seconds: float, stop: threading.Event | None = None) -> Audio:
-    """Decode the first audio stream to 16 kHz mono int16. Blocking: run it in a thread
-    (`decode_in_thread`), which may `stop` it between frames.
+def decode(file: BinaryIO, max_seconds: float) -> Audio:
+    """Decode the first audio stream to 16 kHz mono int16. Blocking: run it in a thread.
 
     Stops as soon as the audio runs past `max_seconds`, so a long file costs no more than the
     limit. A stream that breaks after some audio decoded keeps that audio (a recorder that was
@@ -159,8 +137,6 @@ def decode(file: BinaryIO, max_seconds: float, stop: threading.Event | None = No
         pcm = _Pcm()
         try:
             for frame in container.decode(stream):
-                if stop is not None and stop.is_set():
-                    raise Stopped
                 rate = frame.sample_rate
                 if not MIN_RATE <= rate <= MAX_RATE:
                     raise ValueError(_implausible(rate))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -59,8 +60,8 @@ async def _transcribe(request: Request, state: AppState, *, translation: bool) -
             decoded = audio.plain_wav(options.upload.file, settings.max_audio_seconds)
         if decoded is None:
             async with state.decoding:
-                decoded = await audio.decode_in_thread(
-                    options.upload.file, settings.max_audio_seconds
+                decoded = await asyncio.to_thread(
+                    audio.decode, options.upload.file, settings.max_audio_seconds
                 )
     request.state.audio_seconds = decoded.duration  # access_log.AUDIO_SECONDS
     chunking = options.chunking
