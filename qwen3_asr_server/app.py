@@ -7,13 +7,15 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI
 
 from . import __version__, alignment, errors
 from .backend import launch, roles
+from .backend.admission import Admission, Slots, limit_of
 from .backend.aligner import Aligner
-from .backend.supervisor import Supervisor
+from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
 from .catalog import Catalog
 from .metrics import Metrics
@@ -35,42 +37,73 @@ def _log_fatal(message: str) -> None:
     logger.error("vLLM backend failed: %s", message)
 
 
-def _aligner(
-    settings: Settings, metrics: Metrics, on_fatal: Callable[[str], None]
-) -> Aligner | None:
-    backend = roles.aligner(settings)
+@dataclass
+class Backends:
+    """The backends as this process knows them, with the metrics and the admission limits."""
+
+    metrics: Metrics
+    asr: BackendState
+    aligner: BackendState | None
+    admission: Slots
+    supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
+
+
+def own_backends(
+    settings: Settings, vllm_args: Sequence[str], on_fatal: Callable[[str], None]
+) -> Backends:
+    """Supervisors of this process's own: the one server process of the default `--workers 1`."""
+    metrics = Metrics()
+    supervisors = [Supervisor(roles.asr(settings, vllm_args), settings, metrics, on_fatal)]
+    aligner = roles.aligner(settings)
+    if aligner is not None:
+        supervisors.append(Supervisor(aligner, settings, metrics, on_fatal))
+    admission = Admission(limit_of(settings), settings.max_queue, settings.queue_timeout, metrics)
+    return Backends(
+        metrics=metrics,
+        asr=supervisors[0],
+        aligner=supervisors[1] if aligner is not None else None,
+        admission=admission,
+        supervisors=supervisors,
+    )
+
+
+def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None:
     if backend is None:
         return None
-    supervisor = Supervisor(backend, settings, metrics, on_fatal)
     # A launched checkpoint says how long its bins are; one given by URL is the released one.
     # A config.json that cannot say ends the server: its supervisor cannot launch it.
     segment_time = alignment.SEGMENT_TIME
     if settings.aligner:
         with contextlib.suppress(launch.LaunchError):
             segment_time = launch.aligner_config(settings.aligner).segment_time
-    return Aligner(supervisor, segment_time, timeout=settings.request_timeout)
+    return Aligner(backend, segment_time, timeout=settings.request_timeout)
 
 
 def create_app(
     settings: Settings,
     vllm_args: Sequence[str] = (),
     on_fatal: Callable[[str], None] = _log_fatal,
+    backends: Backends | None = None,
 ) -> FastAPI:
-    """Build an independent app; `on_fatal` is told when the backend cannot be made to serve."""
-    metrics = Metrics()
-    supervisor = Supervisor(roles.asr(settings, vllm_args), settings, metrics, on_fatal)
-    upstream = Upstream(settings, supervisor)
+    """Build an independent app; `on_fatal` is told when the backend cannot be made to serve.
+
+    A worker process of `--workers N` passes `backends`: the main process's, which it only
+    reads (see `workers`); otherwise the app runs supervisors of its own in its lifespan.
+    """
+    parts = backends or own_backends(settings, vllm_args, on_fatal)
+    metrics = parts.metrics
+    upstream = Upstream(settings, parts.asr, parts.admission)
     state = AppState(
         settings=settings,
         metrics=metrics,
         catalog=Catalog(settings.served_name, settings.model_aliases),
-        supervisor=supervisor,
+        supervisor=parts.asr,
         upstream=upstream,
         upload_limit=int(settings.max_upload_mb * MIB),
         drain=Drain(upstream, settings.shutdown_timeout),
-        aligner=_aligner(settings, metrics, on_fatal),
+        aligner=_aligner(settings, parts.aligner),
     )
-    supervisors = [supervisor] + ([state.aligner.supervisor] if state.aligner else [])
+    supervisors = parts.supervisors
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -1,4 +1,9 @@
-"""Prometheus metrics: one registry per app (requests are counted in `middleware.metrics`)."""
+"""Prometheus metrics: one registry per app (requests are counted in `middleware.metrics`).
+
+With `--workers N` each worker counts in prometheus-client's multiprocess mode and `/metrics`
+shows the sum over the workers (gauges of what is in progress: the sum over the live ones);
+the backend series come from the main process's supervisors (`workers.view`).
+"""
 
 from __future__ import annotations
 
@@ -17,13 +22,21 @@ if TYPE_CHECKING:
     from .transcription.usage import Tokens
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# The backend series: (name, help), declared here for the supervisors' and the workers' views.
+MODEL_READY = ("qwen3_asr_model_ready", "1 when the backend's vLLM answers, else 0.")
+BACKEND_INFO = ("qwen3_asr_backend_info", "The backends in use (always 1).")
+BACKEND_RESTARTS = (
+    "qwen3_asr_backend_restarts",
+    "Times the supervisor restarted a backend's vLLM after it exited.",
+)
 
 
 class Metrics:
     """The server's metrics, in a registry of their own so that apps never share state."""
 
-    def __init__(self) -> None:
+    def __init__(self, exposed: CollectorRegistry | None = None) -> None:
         self.registry = CollectorRegistry()
+        self.exposed = exposed or self.registry  # what /metrics renders
         self.requests = Counter(
             "qwen3_asr_requests",
             "HTTP requests answered, by route template and status.",
@@ -38,27 +51,17 @@ class Metrics:
             registry=self.registry,
         )
         self.in_flight = Gauge(
-            "qwen3_asr_requests_in_flight", "Requests being handled now.", registry=self.registry
+            "qwen3_asr_requests_in_flight",
+            "Requests being handled now.",
+            registry=self.registry,
+            multiprocess_mode="livesum",
         )
         # backend: "asr", or "aligner" for Qwen3-ForcedAligner's vLLM (word timestamps)
-        self.model_ready = Gauge(
-            "qwen3_asr_model_ready",
-            "1 when the backend's vLLM answers, else 0.",
-            ["backend"],
-            registry=self.registry,
-        )
+        self.model_ready = Gauge(*MODEL_READY, ["backend"], registry=self.registry)
         self.backend_info = Gauge(
-            "qwen3_asr_backend_info",
-            "The backends in use (always 1).",
-            ["backend", "device", "model_id"],
-            registry=self.registry,
+            *BACKEND_INFO, ["backend", "device", "model_id"], registry=self.registry
         )
-        self.backend_restarts = Counter(
-            "qwen3_asr_backend_restarts",
-            "Times the supervisor restarted a backend's vLLM after it exited.",
-            ["backend"],
-            registry=self.registry,
-        )
+        self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
 
         self.audio_seconds = Counter(
             "qwen3_asr_audio_seconds",
@@ -76,16 +79,19 @@ class Metrics:
             "qwen3_asr_realtime_sessions",
             "Realtime transcription sessions open now.",
             registry=self.registry,
+            multiprocess_mode="livesum",
         )
         self.upstream_in_flight = Gauge(
             "qwen3_asr_upstream_in_flight",
             "Requests to vLLM in flight (at most --max-concurrent).",
             registry=self.registry,
+            multiprocess_mode="livesum",
         )
         self.queue_depth = Gauge(
             "qwen3_asr_queue_depth",
             "Requests waiting for a free slot to vLLM.",
             registry=self.registry,
+            multiprocess_mode="livesum",
         )
         self.rejected = Counter(
             "qwen3_asr_rejected",
@@ -101,4 +107,4 @@ class Metrics:
         self.tokens.labels(kind="completion").inc(tokens.output)
 
     def render(self) -> tuple[bytes, str]:
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.exposed), CONTENT_TYPE_LATEST

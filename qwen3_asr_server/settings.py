@@ -152,8 +152,15 @@ class Settings(BaseSettings):
     segment_concurrency: int = Field(
         8, gt=0, description="Pieces of one request transcribed at the same time."
     )
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="HTTP worker processes on the one port, all in front of the one vLLM; "
+        "more than 1 when one process's CPU cannot keep the GPU busy (see Performance).",
+    )
     decode_workers: int = Field(
-        2, gt=0, description="Threads decoding uploads at the same time (CPU work)."
+        2, gt=0, description="Threads decoding uploads at the same time, per worker (CPU work)."
     )
     max_concurrent: int | None = Field(
         None,

@@ -11,7 +11,7 @@ from starlette.requests import HTTPConnection
 
 if TYPE_CHECKING:
     from .backend.aligner import Aligner
-    from .backend.supervisor import Supervisor
+    from .backend.supervisor import BackendState
     from .backend.upstream import Upstream
     from .catalog import Catalog
     from .metrics import Metrics
@@ -24,7 +24,7 @@ class AppState:
     settings: Settings
     metrics: Metrics
     catalog: Catalog
-    supervisor: Supervisor
+    supervisor: BackendState  # the ASR backend's
     upstream: Upstream
     upload_limit: int  # bytes
     drain: Drain

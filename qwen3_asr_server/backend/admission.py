@@ -8,14 +8,29 @@ in time, or finds the line full, gets OpenAI's 429 with `Retry-After`, which the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
+from typing import Protocol
 
 from ..errors import APIError
 from ..metrics import Metrics
+from ..settings import Settings
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1
+
+
+def limit_of(settings: Settings) -> int:
+    """Requests to vLLM in flight at once, for the whole server."""
+    return settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
+
+
+class Slots(Protocol):
+    """What requests take and give back: `Admission`, or with `--workers N` the one shared by
+    the worker processes (`workers.admission.SharedAdmission`)."""
+
+    @property
+    def taken(self) -> int: ...
+    async def acquire(self) -> None: ...
+    def release(self) -> None: ...
 
 
 def busy(reason: str) -> APIError:
@@ -63,14 +78,6 @@ class Admission:
         self.taken -= 1
         self.metrics.upstream_in_flight.set(self.taken)
         self._free.release()
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        await self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
 
     def _set_waiting(self, change: int) -> None:
         self.waiting += change

@@ -18,7 +18,7 @@ from .. import alignment
 from ..alignment import Word
 from .client import Client
 from .failures import failed, reaching
-from .supervisor import Supervisor
+from .supervisor import BackendState, check_ready
 
 POOLING_PATH = "/pooling"
 BACKEND = "The aligner"  # how errors name it
@@ -27,7 +27,7 @@ BACKEND = "The aligner"  # how errors name it
 class Aligner:
     """Word times for a piece of audio and its transcript."""
 
-    def __init__(self, supervisor: Supervisor, segment_time: float, timeout: float) -> None:
+    def __init__(self, supervisor: BackendState, segment_time: float, timeout: float) -> None:
         self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         self.timeout = timeout
@@ -36,7 +36,7 @@ class Aligner:
         self._client = Client(supervisor.url, headers, timeout)
 
     def check_ready(self) -> None:
-        self.supervisor.check_ready("The aligner (word timestamps)")
+        check_ready(self.supervisor, "The aligner (word timestamps)")
 
     async def align(
         self, wav: bytes, text: str, language: str | None, offset: float = 0.0

@@ -18,6 +18,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 import aiohttp
 
@@ -47,8 +48,8 @@ _PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if this server dies without cleaning up."""
+def die_with_parent() -> None:
+    """In a child (before exec, for vLLM): get SIGTERM if this server dies without cleaning up."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -68,6 +69,45 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class BackendState(Protocol):
+    """What the rest of the server knows of a backend: where it is and whether it serves.
+
+    A `Supervisor` knows it first hand; with `--workers N` each worker process reads what the
+    main process's supervisor knows (`workers.view.BackendView`).
+    """
+
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def ever_ready(self) -> bool: ...
+    @property
+    def restarts(self) -> int: ...
+    @property
+    def flavour(self) -> str: ...  # the launcher ("vllm", "vllm-cpu", ...) or "remote"
+    @property
+    def device(self) -> str: ...
+    @property
+    def upstream_model(self) -> str | None: ...
+
+
+def status(state: BackendState) -> str:
+    """`ok`, `loading` (never ready yet) or `down` (was ready, is not now)."""
+    if state.ready:
+        return "ok"
+    return "down" if state.ever_ready else "loading"
+
+
+def check_ready(state: BackendState, what: str) -> None:
+    """A 503 naming `what` while the backend loads or restarts: nothing to wait for."""
+    if not state.ready:
+        condition = "still loading" if status(state) == "loading" else "restarting"
+        raise unavailable(f"{what} is {condition}; retry shortly.")
+
+
 class Supervisor:
     def __init__(
         self,
@@ -75,11 +115,13 @@ class Supervisor:
         settings: Settings,
         metrics: Metrics,
         on_fatal: Callable[[str], None],
+        on_change: Callable[[Supervisor], None] = lambda _: None,
     ) -> None:
         self.backend = backend
         self.settings = settings  # startup_timeout, max_restarts
         self.metrics = metrics
         self.on_fatal = on_fatal
+        self.on_change = on_change  # told whenever what `BackendState` says changes
         self.port = launch.free_port() if backend.command else 0
         self.url = backend.url or f"http://127.0.0.1:{self.port}"
         self.flavour = "remote"
@@ -131,24 +173,12 @@ class Supervisor:
             if self._proc is not None:
                 await self._terminate(self._proc)
 
-    @property
-    def status(self) -> str:
-        """`ok`, `loading` (never ready yet) or `down` (was ready, is not now)."""
-        if self.ready:
-            return "ok"
-        return "down" if self.ever_ready else "loading"
-
-    def check_ready(self, what: str) -> None:
-        """A 503 naming `what` while this backend loads or restarts: nothing to wait for."""
-        if not self.ready:
-            state = "still loading" if self.status == "loading" else "restarting"
-            raise unavailable(f"{what} is {state}; retry shortly.")
-
     def _set_ready(self, ready: bool) -> None:
         if ready != self.ready:
             self.ready = ready
             self.ever_ready = self.ever_ready or ready
             self.metrics.model_ready.labels(self.backend.role).set(1 if ready else 0)
+            self.on_change(self)
 
     async def _probe(self) -> bool:
         probe = self._probe_client
@@ -172,11 +202,13 @@ class Supervisor:
             return
         if self.upstream_model is None or len(ids) == 1:
             self.upstream_model = ids[0]
+            self.on_change(self)
             logger.info("%s at %s serves %r; requests go to it", self.name, self.url, ids[0])
 
     def _set_info(self) -> None:
         role, model = self.backend.role, self.backend.model
         self.metrics.backend_info.labels(backend=role, device=self.device, model_id=model).set(1)
+        self.on_change(self)
 
     async def _monitor(self) -> None:
         self._set_info()
@@ -229,6 +261,7 @@ class Supervisor:
             await asyncio.sleep(delay)
             self.restarts += 1
             self.metrics.backend_restarts.labels(self.backend.role).inc()
+            self.on_change(self)
 
     async def _spawn(self, command: launch.Launch) -> asyncio.subprocess.Process:
         settings = " ".join(f"{name}={value}" for name, value in command.env.items())
@@ -244,7 +277,7 @@ class Supervisor:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so that we can stop all of it
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
                 limit=1 << 20,
             )
         except OSError as exc:

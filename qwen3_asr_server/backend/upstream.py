@@ -15,10 +15,10 @@ import orjson
 
 from ..errors import APIError, unavailable
 from ..settings import Settings
-from .admission import DEFAULT_LIMIT, Admission
+from .admission import Slots, limit_of
 from .client import Client
 from .failures import SPEECH_BACKEND, failed, reaching
-from .supervisor import Supervisor
+from .supervisor import BackendState, check_ready
 
 CHAT_PATH = "/v1/chat/completions"
 # A request body, or what makes it once the request has its slot: a piece of audio waiting in
@@ -49,18 +49,15 @@ def upstream_error(status: int, payload: Any) -> APIError:
 
 
 class Upstream:
-    def __init__(self, settings: Settings, supervisor: Supervisor) -> None:
+    def __init__(self, settings: Settings, supervisor: BackendState, admission: Slots) -> None:
         self.supervisor = supervisor
         self.served_name = settings.served_name
         self.timeout = settings.request_timeout
-        limit = settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
-        self.admission = Admission(
-            limit, settings.max_queue, settings.queue_timeout, supervisor.metrics
-        )
+        self.admission = admission
         # One kept-alive connection per admission slot: no request waits for a connection,
         # and none is opened and closed again under load.
         headers = {**settings.backend_headers, "Content-Type": "application/json"}
-        self._client = Client(supervisor.url, headers, settings.request_timeout, limit)
+        self._client = Client(supervisor.url, headers, settings.request_timeout, limit_of(settings))
         self.aborted = False
 
     async def abort(self) -> None:
@@ -80,7 +77,7 @@ class Upstream:
     def check_ready(self) -> None:
         if self.aborted:
             raise unavailable("The server is shutting down; retry shortly.")
-        self.supervisor.check_ready("The speech model")
+        check_ready(self.supervisor, "The speech model")
 
     async def _send(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
         """Send one request in an admission slot; a streamed answer keeps its slot until closed."""

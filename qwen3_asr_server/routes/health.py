@@ -7,16 +7,16 @@ from typing import Any
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from ..backend.supervisor import Supervisor
+from ..backend.supervisor import BackendState, status
 from ..errors import RETRY_AFTER_SECONDS
 from ..state import State
 
 router = APIRouter()
 
 
-def _backend(supervisor: Supervisor) -> dict[str, Any]:
+def _backend(supervisor: BackendState) -> dict[str, Any]:
     return {
-        "status": supervisor.status,
+        "status": status(supervisor),
         "backend": supervisor.flavour,
         "device": supervisor.device,
         "restarts": supervisor.restarts,
@@ -28,7 +28,7 @@ async def health(state: State) -> Response:
     """The ASR backend's state at the top level (as before there was an aligner); with an
     aligner its own under `aligner`. 200 only when every backend is ready: a server started
     for word timestamps is not ready without them."""
-    supervisors = [state.supervisor]
+    supervisors: list[BackendState] = [state.supervisor]
     body: dict[str, Any] = {"model": state.catalog.served, **_backend(state.supervisor)}
     if state.aligner is not None:
         supervisors.append(state.aligner.supervisor)
@@ -37,7 +37,7 @@ async def health(state: State) -> Response:
     if state.drain.draining:
         body["status"] = "stopping"
     elif unready:
-        body["status"] = unready[0].status
+        body["status"] = status(unready[0])
     if body["status"] == "ok":
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})

@@ -234,7 +234,7 @@ def test_a_flood_of_full_size_uploads_stays_in_bounded_memory(tmp_path: Path) ->
         assert peaks[0] < FLOOD_BOUND
         # Kept memory would add up (a leaked decoded upload is 24 MiB, times 32)
         assert peaks[1] < peaks[0] + 128 * MIB
-        # and freed memory goes back to the OS (main._return_freed_memory; without it the
+        # and freed memory goes back to the OS (serving.return_freed_memory; without it the
         # idle server kept 0.5 to 1.2 GiB)
         assert idles[1] - idle < 384 * MIB
         _settle(lambda: not server.connections()["clients"] and not server.spooled())

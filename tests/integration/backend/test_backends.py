@@ -6,7 +6,7 @@ import asyncio
 
 from qwen3_asr_server.backend.launch import Launch
 from qwen3_asr_server.backend.roles import ALIGNER, Backend
-from qwen3_asr_server.backend.supervisor import Supervisor
+from qwen3_asr_server.backend.supervisor import Supervisor, status
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.settings import Settings
 
@@ -25,4 +25,4 @@ async def test_a_supervisor_that_fails_unexpectedly_ends_the_server() -> None:
         await asyncio.sleep(0.01)
     await supervisor.stop()
     assert fatal == ["vLLM (aligner)'s supervisor failed: RuntimeError('no such thing')"]
-    assert supervisor.status == "loading"
+    assert status(supervisor) == "loading"

@@ -1,0 +1,135 @@
+"""The table the main process and its workers share: one small file, mapped into each of them.
+
+It holds what the supervisors know of each backend (written by the main process, read by the
+workers) and each worker's admission counts (written by that worker, summed by all of them).
+Whatever must be read or changed whole is under `locked()`: an flock on the file, which the
+kernel lets go when its holder dies, so a worker killed at any moment never wedges the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..backend.roles import ALIGNER, ASR
+from ..backend.supervisor import BackendState
+
+MAX_WORKERS = 64
+FILE_NAME = "table"
+_ROLES = (ASR, ALIGNER)
+_INFO_BYTES = 4096  # the backend's URL, launcher, device and model id, as JSON
+
+
+class _Backend(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_uint64),  # +1 with every change of `info`
+        ("ready", ctypes.c_uint8),
+        ("ever_ready", ctypes.c_uint8),
+        ("restarts", ctypes.c_uint32),
+        ("info", ctypes.c_char * _INFO_BYTES),
+    ]
+
+
+class _Worker(ctypes.Structure):
+    _fields_ = [
+        ("pid", ctypes.c_int32),  # set once the worker serves; 0 before
+        ("taken", ctypes.c_int32),  # admission slots it holds
+        ("waiting", ctypes.c_int32),  # its requests waiting for one
+        ("head", ctypes.c_int64),  # when the first of them began to wait (ns); 0: none waits
+    ]
+
+
+class _Layout(ctypes.Structure):
+    _fields_ = [("backends", _Backend * len(_ROLES)), ("workers", _Worker * MAX_WORKERS)]
+
+
+class Table:
+    """One process's mapping of the shared table."""
+
+    def __init__(self, path: Path, workers: int) -> None:
+        self.path = path
+        self.workers = workers
+        self._fd = os.open(path, os.O_RDWR)
+        self._map = mmap.mmap(self._fd, ctypes.sizeof(_Layout))
+        self._layout = _Layout.from_buffer(self._map)
+
+    @classmethod
+    def create(cls, directory: Path, workers: int) -> Table:
+        """A zeroed table in `directory`, for `workers` workers (the main process's)."""
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ValueError(f"between 1 and {MAX_WORKERS} workers, not {workers}")
+        path = directory / FILE_NAME
+        path.write_bytes(bytes(ctypes.sizeof(_Layout)))
+        return cls(path, workers)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def backend(self, role: str) -> _Backend:
+        record: _Backend = self._layout.backends[_ROLES.index(role)]
+        return record
+
+    def worker(self, index: int) -> _Worker:
+        entry: _Worker = self._layout.workers[index]
+        return entry
+
+    def totals(self) -> tuple[int, int]:
+        """Slots taken and requests waiting, over every worker; call it `locked()`."""
+        taken = waiting = 0
+        for index in range(self.workers):
+            entry = self._layout.workers[index]
+            taken += entry.taken
+            waiting += entry.waiting
+        return taken, waiting
+
+    def first_in_line(self, since: int) -> bool:
+        """Whether no worker's first waiter has waited longer than since `since` (ns, the
+        system's monotonic clock, which every process shares); call it `locked()`."""
+        for index in range(self.workers):
+            head = self._layout.workers[index].head
+            if head and head < since:
+                return False
+        return True
+
+    def publish(self, state: BackendState) -> None:
+        """Write what `state` (the main process's supervisor) says, for the workers to read."""
+        record = self.backend(state.backend.role)
+        info = orjson.dumps(
+            {
+                "url": state.url,
+                "flavour": state.flavour,
+                "device": state.device,
+                "upstream_model": state.upstream_model,
+            }
+        )
+        with self.locked():
+            record.ready = state.ready
+            record.ever_ready = state.ever_ready
+            record.restarts = state.restarts
+            record.info = info
+            record.version += 1
+
+    def info(self, role: str) -> tuple[int, dict[str, Any]]:
+        """A backend's info as last published, with its version."""
+        record = self.backend(role)
+        with self.locked():
+            return record.version, orjson.loads(record.info)
+
+    def forget(self, index: int) -> None:
+        """Clear a worker's entry: it died, and its slots and its line died with it."""
+        with self.locked():
+            entry = self.worker(index)
+            entry.pid = entry.taken = entry.waiting = entry.head = 0

@@ -1,0 +1,83 @@
+"""One worker process of `--workers N`: the app, serving the main process's listening socket.
+
+It launches no vLLM and counts no restarts: its backends are views of the main process's
+supervisors, its admission slots are shared with the other workers, its metrics are written
+for prometheus-client's multiprocess collector (`PROMETHEUS_MULTIPROC_DIR`, set by the main
+process before any worker starts).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from .. import serving
+from ..app import Backends, create_app
+from ..backend import roles
+from ..backend.admission import limit_of
+from ..backend.supervisor import die_with_parent
+from ..metrics import Metrics
+from ..settings import Settings
+from .admission import SharedAdmission
+from .table import FILE_NAME, Table
+from .view import BackendCollector, BackendView
+
+
+def backends(
+    settings: Settings, vllm_args: Sequence[str], table: Table, index: int, directory: Path
+) -> Backends:
+    """Worker `index`'s backends: the main process's, read from `table`."""
+    asr = BackendView(table, roles.asr(settings, vllm_args))
+    aligner_backend = roles.aligner(settings)
+    aligner = None if aligner_backend is None else BackendView(table, aligner_backend)
+    exposed = CollectorRegistry()
+    MultiProcessCollector(exposed, path=str(directory))  # type: ignore[no-untyped-call]
+    exposed.register(BackendCollector([asr] if aligner is None else [asr, aligner]))
+    metrics = Metrics(exposed)
+    admission = SharedAdmission(
+        table, index, limit_of(settings), settings.max_queue, settings.queue_timeout, metrics
+    )
+    return Backends(metrics=metrics, asr=asr, aligner=aligner, admission=admission)
+
+
+class _WorkerServer(serving.Server):
+    """Tells the main process, through the table, once it serves."""
+
+    def __init__(self, app: FastAPI, settings: Settings, table: Table, index: int) -> None:
+        super().__init__(serving.config(app, settings), app.state.asr.drain)
+        self.table = table
+        self.index = index
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.table.worker(self.index).pid = os.getpid()
+
+
+def run(
+    settings: Settings,
+    vllm_args: Sequence[str],
+    index: int,
+    directory: str,
+    sock: socket.socket,
+    parent: int,
+) -> None:
+    """The worker's life; `multiprocessing` runs it in a freshly spawned interpreter."""
+    os.setpgrp()  # a terminal's Ctrl-C reaches the main process only, which tells each worker
+    die_with_parent()
+    if os.getppid() != parent:  # the main process died before the line above
+        return
+    serving.configure_logging(settings)
+    serving.return_freed_memory()
+    table = Table(Path(directory) / FILE_NAME, settings.workers)
+    app = create_app(
+        settings, vllm_args, backends=backends(settings, vllm_args, table, index, Path(directory))
+    )
+    server = _WorkerServer(app, settings, table, index)
+    server.run(sockets=[sock])
