@@ -12,7 +12,8 @@ from .workers import manager
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings, vllm_args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    settings, vllm_args = parse_args(args)
     serving.configure_logging(settings)
     if settings.backend_url and vllm_args:
         print(
@@ -25,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sock is None:
         return 1
     if settings.workers > 1:
-        return manager.run(settings, vllm_args, sock)
+        return manager.run(settings, vllm_args, args, sock)
     failure: list[str] = []
 
     def on_fatal(message: str) -> None:

@@ -1,9 +1,12 @@
-"""The main process of `--workers N`: it runs the supervisors, starts the N workers on the
-listening socket, starts another in place of any that dies, and on SIGTERM or SIGINT tells
-every worker (which drains, see `middleware.drain`) and waits for them before it stops vLLM.
+"""The main process of `--workers N`: it runs the supervisors, starts the N workers (each
+listening on the port, see `serving.port_socket`), starts another in place of any that dies,
+and on SIGTERM or SIGINT tells every worker (which drains, see `middleware.drain`) and waits
+for them before it stops vLLM.
 
-The workers are spawned (fresh interpreters, not forks of a process running an event loop)
-and get SIGTERM if the main process dies without cleaning up, as vLLM does.
+A worker is `python -m qwen3_asr_server.workers.worker` with the server's own command line,
+so it reads the same settings; like vLLM it runs in a process group of its own (a terminal's
+Ctrl-C reaches the main process, which tells each worker) and gets SIGTERM if the main
+process dies without cleaning up.
 """
 
 from __future__ import annotations
@@ -11,53 +14,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
 import signal
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
-from multiprocessing import connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from prometheus_client import multiprocess
 
+from .. import serving
 from ..backend import roles
-from ..backend.supervisor import Supervisor
+from ..backend.supervisor import Supervisor, die_with_parent
 from ..metrics import Metrics
 from ..middleware.drain import ANSWER_GRACE
 from ..settings import Settings
-from . import worker
 from .table import Table
 
 logger = logging.getLogger(__name__)
 
-WATCH = 0.2  # seconds between looks at whether every worker is alive
 EXIT_GRACE = 10.0  # seconds past its drain a worker gets to exit before SIGKILL
+Process = asyncio.subprocess.Process
 
 
-def run(settings: Settings, vllm_args: Sequence[str], sock: socket.socket) -> int:
+def run(
+    settings: Settings, vllm_args: Sequence[str], argv: Sequence[str], probe: socket.socket
+) -> int:
     """Serve with `settings.workers` worker processes; the server's exit status. A signal
-    that stopped it is raised again once all is cleaned up, as uvicorn does."""
+    that stopped it is raised again once all is cleaned up, as uvicorn does.
+
+    `argv` is the server's command line, for the workers. `probe`, bound without
+    SO_REUSEPORT, proved the port free (no other server listens there); it gives way to the
+    workers' sockets.
+    """
+    port = probe.getsockname()[1]  # the one the kernel chose, for --port 0
+    probe.close()
+    reserved = serving.port_socket(settings.host, port, listen=False)
     with tempfile.TemporaryDirectory(prefix="qwen3-asr-") as name:
-        directory = Path(name)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = name  # for the workers; set before they start
-        table = Table.create(directory, settings.workers)
-        manager = Manager(settings, vllm_args, sock, directory, table)
+        table = Table.create(Path(name), settings.workers)
+        command = [*argv, "--port", str(port)]  # the last --port is the one that counts
+        manager = Manager(settings, vllm_args, command, Path(name), table)
         try:
-            code = asyncio.run(manager.run())
+            asyncio.run(manager.run())
         finally:
-            sock.close()
+            reserved.close()
     if manager.failure is not None:
         print(f"qwen3-asr-server: error: {manager.failure}", file=sys.stderr)
         return 1
     if manager.signal is not None:
         signal.signal(manager.signal, signal.SIG_DFL)
         signal.raise_signal(manager.signal)
-    return code
+    return 0
 
 
 class Manager:
@@ -65,22 +73,21 @@ class Manager:
         self,
         settings: Settings,
         vllm_args: Sequence[str],
-        sock: socket.socket,
+        command: Sequence[str],
         directory: Path,
         table: Table,
     ) -> None:
         self.settings = settings
         self.vllm_args = list(vllm_args)
-        self.sock = sock
+        self.command = list(command)
         self.directory = directory
         self.table = table
         self.failure: str | None = None  # why the server ends, when it must
         self.signal: int | None = None  # the first signal that told it to stop
-        self._context = multiprocessing.get_context("spawn")
-        self._workers: list[BaseProcess | None] = [None] * settings.workers
+        self._workers: list[Process | None] = [None] * settings.workers
         self._done = asyncio.Event()
 
-    async def run(self) -> int:
+    async def run(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal, sig)
@@ -96,27 +103,20 @@ class Manager:
         for supervisor in supervisors:
             self.table.publish(supervisor)  # its URL, before any worker asks
             supervisor.start()
+        watches = [asyncio.create_task(self._keep(index)) for index in range(len(self._workers))]
         try:
-            for index in range(self.settings.workers):
-                self._start(index)
-            while not self._done.is_set():
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._done.wait(), WATCH)
-                self._replace_dead()
+            await self._done.wait()
         finally:
-            await self._stop_workers()
+            await self._stop_workers(watches)
             await asyncio.gather(*(supervisor.stop() for supervisor in supervisors))
-        return 0
 
     def _on_signal(self, sig: int) -> None:
         """Every signal goes on to the workers: the first starts their drain, a second one
         tells them to stop waiting (uvicorn's own rule)."""
         if self.signal is None:
             self.signal = sig
-            logger.info("Stopping: %d workers drain, then vLLM stops", len(self._alive()))
-        for process in self._alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid or 0, sig)
+            logger.info("Stopping: the workers drain, then vLLM stops")
+        self._tell(sig)
         self._done.set()
 
     def _on_fatal(self, message: str) -> None:
@@ -124,68 +124,62 @@ class Manager:
             self.failure = message
         self._done.set()
 
-    def _start(self, index: int) -> None:
-        process = self._context.Process(
-            target=worker.run,
-            args=(
-                self.settings,
-                self.vllm_args,
-                index,
-                str(self.directory),
-                self.sock,
-                os.getpid(),
-            ),
-            name=f"qwen3-asr-worker-{index}",
-            daemon=True,  # multiprocessing's own exit handler then ends any we missed
-        )
-        process.start()
-        self._workers[index] = process
+    def _tell(self, sig: int) -> None:
+        for process in self._workers:
+            if process is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(sig)
 
-    def _alive(self) -> list[BaseProcess]:
-        return [each for each in self._workers if each is not None and each.is_alive()]
-
-    def _replace_dead(self) -> None:
-        """Start a worker in place of each one that died. One that ended by itself before it
-        ever served cannot start (the next would fail alike): that ends the server instead."""
-        for index, process in enumerate(self._workers):
-            if process is None or process.is_alive() or self._done.is_set():
-                continue
+    async def _keep(self, index: int) -> None:
+        """Run worker `index`, and another each time it dies, until the server stops. One that
+        ended by itself before it ever served cannot start (the next would fail alike): that
+        ends the server."""
+        while not self._done.is_set():
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "qwen3_asr_server.workers.worker",
+                    str(index),
+                    str(self.directory),
+                    *self.command,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(self.directory)},
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
+                )
+            except OSError as exc:
+                self._on_fatal(f"cannot start worker {index}: {exc}")
+                return
+            self._workers[index] = process
+            if self._done.is_set():  # the server began to stop while this one started
+                process.send_signal(self.signal or signal.SIGTERM)
+            code = await process.wait()
             served = self.table.worker(index).pid == process.pid
             self._forget(index, process)
-            code = process.exitcode
-            if not served and code is not None and code >= 0:  # not killed by a signal
+            if self._done.is_set():
+                return
+            if not served and code >= 0:  # not killed by a signal
                 self._on_fatal(f"worker {index} exited with code {code} before it served")
                 return
             logger.warning(
-                "Worker %d (pid %d) exited with code %s; starting another",
-                index,
-                process.pid,
-                process.exitcode,
+                "Worker %d (pid %d) exited with code %d; starting another", index, process.pid, code
             )
-            self._start(index)
 
-    def _forget(self, index: int, process: BaseProcess) -> None:
+    def _forget(self, index: int, process: Process) -> None:
         """Its slots and its place in line die with it; so do its live gauges."""
         self.table.forget(index)
         multiprocess.mark_process_dead(process.pid, str(self.directory))  # type: ignore[no-untyped-call]
         self._workers[index] = None
 
-    async def _stop_workers(self) -> None:
+    async def _stop_workers(self, watches: list[asyncio.Task[None]]) -> None:
         """SIGTERM to each worker (unless a signal already went), the drain's time to finish
         and exit, then SIGKILL to any left."""
         if self.signal is None:
-            for process in self._alive():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid or 0, signal.SIGTERM)
-        deadline = time.monotonic() + self.settings.shutdown_timeout + 2 * ANSWER_GRACE
-        deadline += EXIT_GRACE
-        while (alive := self._alive()) and (left := deadline - time.monotonic()) > 0:
-            sentinels = [process.sentinel for process in alive]
-            await asyncio.to_thread(connection.wait, sentinels, left)
-        for process in self._alive():
-            logger.warning("Worker pid %s did not exit in time; killing it", process.pid)
-            process.kill()
-        for index, each in enumerate(self._workers):
-            if each is not None:
-                each.join()
-                self._forget(index, each)
+            self._tell(signal.SIGTERM)
+        grace = self.settings.shutdown_timeout + 2 * ANSWER_GRACE + EXIT_GRACE
+        _, late = await asyncio.wait(watches, timeout=grace)
+        if late:
+            logger.warning("%d workers did not exit in time; killing them", len(late))
+            self._tell(signal.SIGKILL)
+            await asyncio.wait(late)

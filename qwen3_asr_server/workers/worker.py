@@ -1,15 +1,17 @@
-"""One worker process of `--workers N`: the app, serving the main process's listening socket.
+"""One worker process of `--workers N`: the app, listening on the port beside the others.
 
 It launches no vLLM and counts no restarts: its backends are views of the main process's
 supervisors, its admission slots are shared with the other workers, its metrics are written
 for prometheus-client's multiprocess collector (`PROMETHEUS_MULTIPROC_DIR`, set by the main
-process before any worker starts).
+process for each worker).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,9 +23,8 @@ from .. import serving
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
-from ..backend.supervisor import die_with_parent
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings import Settings, parse_args
 from .admission import SharedAdmission
 from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView
@@ -60,24 +61,24 @@ class _WorkerServer(serving.Server):
             self.table.worker(self.index).pid = os.getpid()
 
 
-def run(
-    settings: Settings,
-    vllm_args: Sequence[str],
-    index: int,
-    directory: str,
-    sock: socket.socket,
-    parent: int,
-) -> None:
-    """The worker's life; `multiprocessing` runs it in a freshly spawned interpreter."""
-    os.setpgrp()  # a terminal's Ctrl-C reaches the main process only, which tells each worker
-    die_with_parent()
-    if os.getppid() != parent:  # the main process died before the line above
-        return
+def main(argv: Sequence[str]) -> None:
+    """`python -m qwen3_asr_server.workers.worker INDEX DIRECTORY <the server's arguments>`,
+    as the main process starts it (see `manager`)."""
+    index, directory = int(argv[0]), Path(argv[1])
+    settings, vllm_args = parse_args(argv[2:])
     serving.configure_logging(settings)
+    try:
+        sock = serving.port_socket(settings.host, settings.port, listen=True)
+    except OSError as exc:
+        logging.getLogger(__name__).error("Cannot listen on port %d: %s", settings.port, exc)
+        sys.exit(1)
     serving.return_freed_memory()
-    table = Table(Path(directory) / FILE_NAME, settings.workers)
+    table = Table(directory / FILE_NAME, settings.workers)
     app = create_app(
-        settings, vllm_args, backends=backends(settings, vllm_args, table, index, Path(directory))
+        settings, vllm_args, backends=backends(settings, vllm_args, table, index, directory)
     )
-    server = _WorkerServer(app, settings, table, index)
-    server.run(sockets=[sock])
+    _WorkerServer(app, settings, table, index).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

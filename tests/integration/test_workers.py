@@ -112,6 +112,9 @@ def test_every_worker_answers_alike_and_metrics_are_the_sum(run_server, tmp_path
     healths = [httpx.get(f"{server.url}/health").json() for _ in range(20)]
     expected = {"status": "ok", "model": "tiny", "backend": "vllm", "device": "cuda", "restarts": 0}
     assert all(health == expected for health in healths)
+    listings = [httpx.get(f"{server.url}/v1/models").json() for _ in range(10)]
+    assert all(listing == listings[0] for listing in listings)
+    assert "tiny" in [model["id"] for model in listings[0]["data"]]
     sent = 0
     while len(served_by(server)) < 2:  # the kernel hands connections to either worker
         answers = at_once(8, lambda: post(server.url))
@@ -239,6 +242,18 @@ def test_nothing_outlives_a_killed_main_process(run_server, tmp_path: Path) -> N
     start = server.starts()[0]
     assert gone([*pids, start["pid"], start["child"]], timeout=20)
     until(lambda: not holding(f"FAKE_VLLM_RECORD={server.record}"))
+
+
+def test_ctrl_c_stops_every_worker_and_vllm(run_server, tmp_path: Path) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny", "--workers", "2"])
+    server.wait_for_health(200)
+    pids = two_workers(server)
+    server.proc.send_signal(signal.SIGINT)
+    assert server.wait_exit() == -signal.SIGINT
+    start = server.starts()[0]
+    assert gone([*pids, start["pid"], start["child"]], timeout=5)
+    assert not holding(f"FAKE_VLLM_RECORD={server.record}")
 
 
 def test_a_vllm_that_cannot_start_ends_every_worker(run_server, tmp_path: Path) -> None:
