@@ -9,10 +9,11 @@ the audio, and can be told the language by pre-filling the assistant turn with
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Sequence
 from typing import Any
+
+import pybase64
 
 from .cleaning import ASR_TEXT_TAG, CONTROL_TOKEN
 from .languages import Language
@@ -133,7 +134,7 @@ def transcription_request(
         messages.append({"role": "system", "content": context})
     audio_part = {
         "type": "input_audio",
-        "input_audio": {"data": base64.b64encode(audio).decode("ascii"), "format": audio_format},
+        "input_audio": {"data": pybase64.b64encode_as_string(audio), "format": audio_format},
     }
     messages.append({"role": "user", "content": [audio_part]})
     body: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}

@@ -38,6 +38,7 @@ VAD_SILENCE_MS = 500
 MAX_PREFIX_PADDING_MS = 5_000
 SILENCE_DURATION_MS = (100, 10_000)  # below 100 ms every pause between words ends a turn
 _BLOCK_FRAMES = 8192  # frames converted to float at a time, to stay memory-lean
+_LOOK_FRAMES = 50  # frames is_silent judges at a time, until it has heard enough
 _FULL_SCALE = 32768.0
 _MIN_DB = -120.0
 
@@ -214,8 +215,12 @@ def is_silent(samples: Samples, rate: int = SILENCE_RATE) -> bool:
     This is absolute, not relative to the recording, so it is cheap and never mistakes a
     quiet speaker for silence; faint hiss and digital silence are both silent.
     """
-    if len(samples) == 0:
-        return True
     frame = max(1, round(FRAME_SECONDS * rate))
-    loud = int(np.count_nonzero(_frame_db(samples, frame) > FLOOR_DBFS))
-    return loud < round(MIN_SPEECH_SECONDS * rate / frame)
+    needed = round(MIN_SPEECH_SECONDS * rate / frame)
+    step = frame * _LOOK_FRAMES
+    loud = 0
+    for start in range(0, len(samples), step):  # speech is usually found in the first look
+        loud += int(np.count_nonzero(_frame_db(samples[start : start + step], frame) > FLOOR_DBFS))
+        if loud >= needed:
+            return False
+    return True

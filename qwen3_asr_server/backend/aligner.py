@@ -8,11 +8,11 @@ them as float16, about a third of the JSON's size, described by a `metadata` hea
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
+import pybase64
 
 from .. import alignment
 from ..alignment import Word
@@ -46,7 +46,7 @@ class Aligner:
         units = alignment.units(text, language)
         if not units:
             return []
-        audio = {"data": base64.b64encode(wav).decode(), "format": "wav"}
+        audio = {"data": pybase64.b64encode_as_string(wav), "format": "wav"}
         content = [
             {"type": "input_audio", "input_audio": audio},
             {"type": "text", "text": alignment.aligner_text(units)},

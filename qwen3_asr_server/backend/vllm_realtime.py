@@ -16,13 +16,13 @@ gets a connection of its own, used in that one order.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import orjson
+import pybase64
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
@@ -82,7 +82,7 @@ class LiveUtterance:
         await self._send({"type": "input_audio_buffer.commit"})
 
     async def append(self, samples: npt.NDArray[np.int16]) -> None:
-        audio = base64.b64encode(samples.astype("<i2", copy=False).tobytes()).decode()
+        audio = pybase64.b64encode_as_string(samples.astype("<i2", copy=False).tobytes())
         await self._send({"type": "input_audio_buffer.append", "audio": audio})
 
     async def finish(self) -> None:

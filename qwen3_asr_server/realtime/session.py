@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pybase64
 
 from .. import prompt
 from ..audio import RATE, Audio, Resampler
@@ -175,7 +176,7 @@ class Session:
                 "Missing required parameter: 'audio'.", "missing_required_parameter", "audio"
             )
         try:
-            pcm = binascii.a2b_base64(data, strict_mode=True)
+            pcm = pybase64.b64decode(data, validate=True)
         except binascii.Error:
             raise EventError("'audio' is not valid base64.", "invalid_value", "audio") from None
         if len(pcm) % SAMPLE_BYTES:

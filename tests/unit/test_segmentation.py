@@ -121,6 +121,18 @@ def test_lone_click_is_not_speech() -> None:
     assert is_silent(signal)
 
 
+def test_loud_frames_count_together_wherever_they_fall() -> None:
+    """is_silent looks one second at a time and stops once it heard enough; frames heard in
+    different looks add up, as if it had judged the whole recording at once."""
+    rng = np.random.default_rng(6)
+    burst = noise(rng, 3 * FRAME / RATE, -10)  # 3 frames: less than speech's 5
+    one_side = np.concatenate([silence(0.94), burst, silence(3)])  # frames 47-49: one look
+    assert is_silent(one_side)
+    astride = np.concatenate([silence(0.94), burst, silence(1), burst, silence(2)])
+    assert not is_silent(astride)  # 3 in the first second, 3 more in the third
+    assert split(astride, RATE) == []  # still not speech to cut: two clicks
+
+
 @pytest.mark.parametrize("seed", [10, 11, 12])
 def test_long_conversation_is_cut_in_pauses(seed: int) -> None:
     signal, bursts = conversation(seed, 150, (4, 12))
