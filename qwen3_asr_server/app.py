@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Backends:
     aligner: BackendState | None
     admission: Slots
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
+    started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
 
 
 def own_backends(
@@ -96,7 +98,7 @@ def create_app(
     state = AppState(
         settings=settings,
         metrics=metrics,
-        catalog=Catalog(settings.served_name, settings.model_aliases),
+        catalog=Catalog(settings.served_name, settings.model_aliases, parts.started),
         supervisor=parts.asr,
         upstream=upstream,
         upload_limit=int(settings.max_upload_mb * MIB),

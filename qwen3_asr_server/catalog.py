@@ -6,7 +6,6 @@ one refuses the other refuses too.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from .errors import APIError, invalid, model_not_found
@@ -16,10 +15,10 @@ DIARIZE = "gpt-4o-transcribe-diarize"
 
 
 class Catalog:
-    def __init__(self, served: str, aliases: list[str]) -> None:
+    def __init__(self, served: str, aliases: list[str], created: float) -> None:
         self.served = served
         self.ids = [served, *(alias for alias in aliases if alias not in (served, DIARIZE))]
-        self._created = int(time.time())
+        self._created = int(created)  # the cards' `created`: when the server started
 
     def refusal(self, requested: str) -> APIError | None:
         """Why `requested` cannot be served (its `param` is `model`), or None if it can."""

@@ -13,6 +13,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,11 @@ class _Worker(ctypes.Structure):
 
 
 class _Layout(ctypes.Structure):
-    _fields_ = [("backends", _Backend * len(_ROLES)), ("workers", _Worker * MAX_WORKERS)]
+    _fields_ = [
+        ("started", ctypes.c_double),  # when the main process made the table (Unix time)
+        ("backends", _Backend * len(_ROLES)),
+        ("workers", _Worker * MAX_WORKERS),
+    ]
 
 
 class Table:
@@ -68,7 +73,13 @@ class Table:
             raise ValueError(f"between 1 and {MAX_WORKERS} workers, not {workers}")
         path = directory / FILE_NAME
         path.write_bytes(bytes(ctypes.sizeof(_Layout)))
-        return cls(path, workers)
+        table = cls(path, workers)
+        table._layout.started = time.time()
+        return table
+
+    @property
+    def started(self) -> float:
+        return float(self._layout.started)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

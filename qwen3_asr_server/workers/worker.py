@@ -44,7 +44,9 @@ def backends(
     admission = SharedAdmission(
         table, index, limit_of(settings), settings.max_queue, settings.queue_timeout, metrics
     )
-    return Backends(metrics=metrics, asr=asr, aligner=aligner, admission=admission)
+    return Backends(
+        metrics=metrics, asr=asr, aligner=aligner, admission=admission, started=table.started
+    )
 
 
 class _WorkerServer(serving.Server):

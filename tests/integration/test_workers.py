@@ -18,7 +18,14 @@ import pytest
 
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
-from tests.fixtures.process import ServerProcess, gone, holding, install_launcher, workers
+from tests.fixtures.process import (
+    ServerProcess,
+    gone,
+    holding,
+    install_launcher,
+    listening,
+    workers,
+)
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
@@ -100,7 +107,8 @@ def until(condition: Callable[[], bool], seconds: float = 20) -> None:
 
 
 def two_workers(server: ServerProcess) -> set[int]:
-    until(lambda: len(workers(server.proc.pid)) == 2)
+    """The two workers, once both listen on the port."""
+    until(lambda: len(found := workers(server.proc.pid)) == 2 and found <= listening(server.port))
     return workers(server.proc.pid)
 
 
@@ -179,6 +187,7 @@ def test_a_killed_worker_is_replaced_and_its_slots_freed(run_server, upstream) -
     server.wait_for_health(200)
     first, second = sorted(two_workers(server))
     with_signal(first, signal.SIGKILL)
+    assert gone([first], timeout=5)
     while workers(server.proc.pid) == {second}:  # the other one serves meanwhile
         assert post(server.url).status_code == 200
     replaced = two_workers(server)
