@@ -256,7 +256,10 @@ def _content(choice: dict[str, Any]) -> str:
 
 async def _all_or_nothing(awaitables: Iterable[Awaitable[T]]) -> list[T]:
     """Run all at once; the first failure cancels the rest and is raised as it is."""
-    tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
+    pending = list(awaitables)
+    if len(pending) == 1:  # the usual short clip: no task to make, wait on and cancel
+        return [await pending[0]]
+    tasks = [asyncio.ensure_future(awaitable) for awaitable in pending]
     try:
         if tasks:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
