@@ -49,7 +49,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """In a child (before exec, for vLLM): get SIGTERM if this server dies without cleaning up."""
+    """In a child (vLLM, a worker), before exec: SIGTERM if this server dies without cleaning up."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
