@@ -55,15 +55,15 @@ def own_backends(
 ) -> Backends:
     """Supervisors of this process's own: the one server process of the default `--workers 1`."""
     metrics = Metrics()
-    supervisors = [Supervisor(roles.asr(settings, vllm_args), settings, metrics, on_fatal)]
-    aligner = roles.aligner(settings)
-    if aligner is not None:
-        supervisors.append(Supervisor(aligner, settings, metrics, on_fatal))
+    supervisors = [
+        Supervisor(backend, settings, metrics, on_fatal)
+        for backend in roles.every(settings, vllm_args)
+    ]
     admission = Admission(limit_of(settings), settings.max_queue, settings.queue_timeout, metrics)
     return Backends(
         metrics=metrics,
         asr=supervisors[0],
-        aligner=supervisors[1] if aligner is not None else None,
+        aligner=supervisors[1] if len(supervisors) > 1 else None,
         admission=admission,
         supervisors=supervisors,
     )

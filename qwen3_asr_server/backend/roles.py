@@ -40,6 +40,12 @@ def asr(settings: Settings, vllm_args: Sequence[str]) -> Backend:
     )
 
 
+def every(settings: Settings, vllm_args: Sequence[str]) -> list[Backend]:
+    """The ASR backend, then the aligner's when there is one."""
+    found = aligner(settings)
+    return [asr(settings, vllm_args)] + ([] if found is None else [found])
+
+
 def aligner(settings: Settings) -> Backend | None:
     if settings.aligner_url:
         return Backend(

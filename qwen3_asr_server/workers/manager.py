@@ -94,11 +94,9 @@ class Manager:
         # The supervisors' own metrics stay in this process: the workers show the backend
         # series from the table (`workers.view.BackendCollector`).
         metrics = Metrics()
-        backends = [roles.asr(self.settings, self.vllm_args), roles.aligner(self.settings)]
         supervisors = [
             Supervisor(backend, self.settings, metrics, self._on_fatal, self.table.publish)
-            for backend in backends
-            if backend is not None
+            for backend in roles.every(self.settings, self.vllm_args)
         ]
         for supervisor in supervisors:
             self.table.publish(supervisor)  # its URL, before any worker asks

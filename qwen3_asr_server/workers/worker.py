@@ -34,18 +34,20 @@ def backends(
     settings: Settings, vllm_args: Sequence[str], table: Table, index: int, directory: Path
 ) -> Backends:
     """Worker `index`'s backends: the main process's, read from `table`."""
-    asr = BackendView(table, roles.asr(settings, vllm_args))
-    aligner_backend = roles.aligner(settings)
-    aligner = None if aligner_backend is None else BackendView(table, aligner_backend)
+    views = [BackendView(table, backend) for backend in roles.every(settings, vllm_args)]
     exposed = CollectorRegistry()
     MultiProcessCollector(exposed, path=str(directory))  # type: ignore[no-untyped-call]
-    exposed.register(BackendCollector([asr] if aligner is None else [asr, aligner]))
+    exposed.register(BackendCollector(views))
     metrics = Metrics(exposed)
     admission = SharedAdmission(
         table, index, limit_of(settings), settings.max_queue, settings.queue_timeout, metrics
     )
     return Backends(
-        metrics=metrics, asr=asr, aligner=aligner, admission=admission, started=table.started
+        metrics=metrics,
+        asr=views[0],
+        aligner=views[1] if len(views) > 1 else None,
+        admission=admission,
+        started=table.started,
     )
 
 
