@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -81,6 +82,15 @@ def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None
     return Aligner(backend, segment_time, timeout=settings.request_timeout)
 
 
+class _App(FastAPI):
+    """FastAPI, with the audio routes (plain Starlette ones, see `routes.plain`) in its schema."""
+
+    def openapi(self) -> dict[str, Any]:
+        schema = super().openapi()
+        schema["paths"].update(audio.openapi_paths)
+        return schema
+
+
 def create_app(
     settings: Settings,
     vllm_args: Sequence[str] = (),
@@ -119,10 +129,11 @@ def create_app(
                 await state.aligner.aclose()
             await asyncio.gather(*(each.stop() for each in supervisors))
 
-    app = FastAPI(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
+    app = _App(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
     app.state.asr = state
     errors.install(app)
-    for module in (audio, chat, models, health, realtime):
+    app.router.routes.extend(audio.routes)
+    for module in (chat, models, health, realtime):
         app.include_router(module.router)
     # Added last is outermost: metrics see every answer, each carries its request id; the
     # access log sees the id and the final status (an unexpected error's 500 included).

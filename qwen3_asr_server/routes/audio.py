@@ -5,21 +5,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
 from .. import alignment, audio, prompt
-from ..auth import require_api_key
+from ..auth import bearer, check_key
 from ..backend.aligner import Aligner
 from ..errors import invalid
 from ..middleware import access_log, body_limits
-from ..state import AppState, State
-from ..transcription import form, responses
+from ..state import AppState, get_state
+from ..transcription import form, openapi, responses
 from ..transcription.streaming import TranscriptStream
 from ..transcription.transcribe import SUBTITLE_CHUNKING, Options, transcribe
-
-router = APIRouter(dependencies=[Depends(require_api_key)])
+from .plain import PlainRoute
 
 MAX_FORM_FIELDS = 256  # keywords[] and languages[] are a field each
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of
@@ -30,17 +29,27 @@ TRANSLATION_NOTE = (
 )
 
 
-@router.post("/v1/audio/transcriptions")
-async def transcriptions(request: Request, state: State) -> Response:
-    return await _transcribe(request, state, translation=False)
+async def transcriptions(request: Request) -> Response:
+    return await _transcribe(request, translation=False)
 
 
-@router.post("/v1/audio/translations")
-async def translations(request: Request, state: State) -> Response:
-    return await _transcribe(request, state, translation=True)
+async def translations(request: Request) -> Response:
+    return await _transcribe(request, translation=True)
 
 
-async def _transcribe(request: Request, state: AppState, *, translation: bool) -> Response:
+routes = [
+    PlainRoute("/v1/audio/transcriptions", transcriptions),
+    PlainRoute("/v1/audio/translations", translations),
+]
+openapi_paths = {
+    route.path: {"post": openapi.operation(translation=route.endpoint is translations)}
+    for route in routes
+}
+
+
+async def _transcribe(request: Request, *, translation: bool) -> Response:
+    state = get_state(request)
+    check_key(state.settings.api_key, bearer(request.headers))
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     settings = state.settings

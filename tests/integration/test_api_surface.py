@@ -1,4 +1,4 @@
-"""Chat completions, models, auth, health and metrics through HTTP."""
+"""Chat completions, models, auth, health, metrics and the published schema through HTTP."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Literal
 
 import openai
 import pytest
-from openai.types import AudioModel
+from openai.types import AudioModel, AudioResponseFormat
+from openai.types.audio import transcription_create_params, translation_create_params
 from openai.types.realtime import AudioTranscription
 
 from qwen3_asr_server.backend.launch import free_port
@@ -324,3 +325,25 @@ async def test_chat_logprobs_match_the_cleaned_text(harness: Harness) -> None:
         for entry in (choice.logprobs.content or [] if choice.logprobs else [])
     ]
     assert "".join(streamed) == "Hello world."
+
+
+async def test_the_schema_lists_the_audio_form_as_the_sdk_sends_it(harness: Harness) -> None:
+    paths = (await harness.http.get("/openapi.json")).json()["paths"]
+
+    def form(path: str) -> dict[str, typing.Any]:
+        body = paths[path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+        assert body["required"] == ["file"]
+        return {name.removesuffix("[]"): field for name, field in body["properties"].items()}
+
+    diarization = {"known_speaker_names", "known_speaker_references"}  # a 400: no speakers
+    sdk = set(transcription_create_params.TranscriptionCreateParamsBase.__annotations__)
+    transcription = form("/v1/audio/transcriptions")
+    assert set(transcription) == sdk - diarization | {"stream"}
+    formats = set(typing.get_args(AudioResponseFormat)) - {"diarized_json"}
+    assert set(transcription["response_format"]["enum"]) == formats
+    assert transcription["file"]["format"] == "binary"
+    translation = form("/v1/audio/translations")
+    assert set(translation_create_params.TranslationCreateParams.__annotations__) <= set(
+        translation
+    )
+    assert not {"language", "languages", "stream"} & set(translation)
