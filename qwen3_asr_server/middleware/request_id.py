@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-import uuid
+import secrets
 
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "x-request-id"
+_HEADER = HEADER.encode()
 _SANE = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
+_STARTS = frozenset({"http.response.start", "websocket.http.response.start", "websocket.accept"})
 
 
 class RequestIdMiddleware:
@@ -20,16 +21,14 @@ class RequestIdMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        sent = dict(scope["headers"]).get(HEADER.encode(), b"").decode("latin-1")
-        request_id = sent if _SANE.fullmatch(sent) else uuid.uuid4().hex
+        sent = dict(scope["headers"]).get(_HEADER, b"").decode("latin-1")
+        request_id = sent if _SANE.fullmatch(sent) else secrets.token_hex(16)
         scope.setdefault("state", {})["request_id"] = request_id
+        pair = (_HEADER, request_id.encode())
 
         async def send_with_id(message: Message) -> None:
-            if message["type"] in ("http.response.start", "websocket.http.response.start"):
-                MutableHeaders(scope=message)[HEADER] = request_id
-            elif message["type"] == "websocket.accept":
-                headers = [*message.get("headers", []), (HEADER.encode(), request_id.encode())]
-                message = {**message, "headers": headers}
+            if message["type"] in _STARTS:  # nothing inside sets the header: it is added
+                message = {**message, "headers": [*message.get("headers", ()), pair]}
             await send(message)
 
         await self.app(scope, receive, send_with_id)
