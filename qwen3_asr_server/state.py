@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from .catalog import Catalog
     from .metrics import Metrics
     from .middleware.drain import Drain
+    from .realtime.vad import SpeechModel
     from .settings import Settings
 
 
@@ -33,6 +35,13 @@ class AppState:
 
     def __post_init__(self) -> None:
         self.decoding = asyncio.Semaphore(self.settings.decode_workers)
+
+    @cached_property
+    def speech_model(self) -> SpeechModel:
+        """Silero VAD, loaded by the first Realtime session with server VAD, then shared."""
+        from .realtime.vad import SpeechModel  # onnxruntime, for the processes that need it
+
+        return SpeechModel()
 
 
 def get_state(connection: HTTPConnection) -> AppState:

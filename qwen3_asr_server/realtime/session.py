@@ -36,7 +36,7 @@ from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .client_events import EventError, ServerVad, SessionConfig, apply_update, client_event_id
 from .history import History
-from .vad import SpeechDetector, SpeechStarted, SpeechStopped
+from .vad import SpeechDetector, SpeechStarted, SpeechStopped, VadEvent
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +49,11 @@ class ClientGone(Exception):
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
-TAIL_SECONDS = 0.15  # audio kept after the last loud frame, as segmentation pads its spans
+TAIL_SECONDS = 0.15  # audio kept after the last speech window, as segmentation pads its spans
 MAX_QUEUED = 8  # utterances waiting for the worker; more means the backend cannot keep up
+# Silero's windows judged in the event loop (~0.15 ms each here); a longer append is judged in
+# a thread, so that one client's 10 s of audio does not hold up every other session.
+INLINE_WINDOWS = 8
 
 
 @dataclass(frozen=True)
@@ -198,11 +201,16 @@ class Session:
         samples = self._resampler(pcm)
         self._buffer.append(samples)
         if self.config.turn_detection is not None:
-            for change in self._detector.feed(samples):
+            for change in await self._detect(samples):
                 await self._on_vad(change)
             if self._live is not None:
                 self._live.send_until(self._buffer, self._buffer.heard)
             self._buffer.trim(self._detector.keep_from)
+
+    async def _detect(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
+        if self._detector.windows_in(len(samples)) > INLINE_WINDOWS:
+            return await asyncio.to_thread(self._detector.feed, samples)
+        return self._detector.feed(samples)
 
     async def _on_vad(self, change: SpeechStarted | SpeechStopped) -> None:
         if isinstance(change, SpeechStarted):
@@ -294,6 +302,7 @@ class Session:
         """A detector for the stream from position `start` on (after a commit or a clear)."""
         vad = self.config.turn_detection or ServerVad()
         return SpeechDetector(
+            self.state.speech_model,
             threshold=vad.threshold,
             silence_ms=vad.silence_duration_ms,
             prefix_ms=vad.prefix_padding_ms,

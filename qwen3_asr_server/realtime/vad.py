@@ -6,26 +6,63 @@ depend only on the audio, never on how it was chunked. Each event also says whic
 to the model (OpenAI's `audio_start_ms` / `audio_end_ms`): utterances never overlap, and the
 audio between them is silence nobody needs, so a caller may drop audio before `keep_from`.
 
-Judged like `segmentation`: RMS per 20 ms frame against an absolute level (`threshold_dbfs`),
-without adapting, since a live stream has no whole recording to measure. Speech starts at the
-first loud frame of a run of MIN_SPEECH_SECONDS (reported once the run is that long, so a lone
-click starts nothing) and stops at the end of its last loud frame once `silence_ms` of quiet
-followed. An utterance never exceeds `max_speech_ms` (Qwen3-ASR hears 30 s at most): it is cut
+Judged by Silero VAD, a small neural network that gives every 32 ms window the probability
+that it holds speech: frame energy against a fixed level heard noise at 20 dB SNR as endless
+speech and missed a quiet talker at -45 dBFS, where Silero finds both sentence ends (see the
+README). `threshold` is that probability, as in OpenAI's API. Speech starts at the first
+window of a run of MIN_SPEECH_SECONDS at or above it (reported once the run is that long)
+and stops at the end of its last speech window once `silence_ms` followed below
+`threshold - NEGATIVE_MARGIN` (Silero's own hysteresis: a voice trailing off is still a
+voice). An utterance never exceeds `max_speech_ms` (Qwen3-ASR hears 30 s at most): it is cut
 there as if silence had followed, so if the voice goes on, the next utterance starts right at
-the cut (its prefix clipped to it). Memory is constant: the partial frame and a few counters.
+the cut (its prefix clipped to it). Memory is constant: the model's state, the partial window
+and a few counters; the model itself is loaded once per process (`SpeechModel`) and shared.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
+import onnxruntime
 
-from ..segmentation import FLOOR_DBFS, FRAME_SECONDS, MIN_SPEECH_SECONDS
+from ..segmentation import MIN_SPEECH_SECONDS
 
-THRESHOLD_RANGE_DB = 30.0  # OpenAI's threshold 0..1 spans FLOOR_DBFS..FLOOR_DBFS + this
-_FULL_SCALE = 32768
+WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
+_CONTEXT = 64  # samples of the window before that the model sees with each window
+NEGATIVE_MARGIN = 0.15  # speech goes on until the probability falls this far below threshold
+_FULL_SCALE = 32768.0
+
+
+class SpeechModel:
+    """Silero VAD v5 (ONNX, `silero/`), one per process: sessions share the network and keep
+    their own recurrent state. One thread per inference, so that a session never takes more
+    than one core; ONNX Runtime releases the GIL while it runs."""
+
+    def __init__(self) -> None:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        model = resources.files(__package__).joinpath("silero/silero_vad.onnx").read_bytes()
+        self._session = onnxruntime.InferenceSession(
+            model, options, providers=["CPUExecutionProvider"]
+        )
+        self._rate = np.array(16_000, dtype=np.int64)
+
+    def probabilities(
+        self, windows: npt.NDArray[np.float32], state: npt.NDArray[np.float32]
+    ) -> tuple[list[float], npt.NDArray[np.float32]]:
+        """Speech probability of each row of `windows` (context + window, in order), and the
+        state after the last."""
+        probabilities = []
+        for window in windows:
+            output, state = self._session.run(
+                None, {"input": window[None], "state": state, "sr": self._rate}
+            )
+            probabilities.append(float(output[0, 0]))
+        return probabilities, state
 
 
 @dataclass(frozen=True)
@@ -49,20 +86,12 @@ class SpeechStopped:
 VadEvent = SpeechStarted | SpeechStopped
 
 
-def threshold_dbfs(threshold: float) -> float:
-    """Frame level (RMS dBFS) that counts as speech: 0 -> -55 (the floor, so hiss and digital
-    silence never count), 0.5 -> -40 (quiet speech still passes), 1 -> -25 (only loud, close
-    speech). Linear in dB, hence monotonic."""
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError("threshold must lie between 0 and 1")
-    return FLOOR_DBFS + threshold * THRESHOLD_RANGE_DB
-
-
 class SpeechDetector:
     """Turns a stream of audio chunks into speech start and stop events; see the module."""
 
     def __init__(
         self,
+        model: SpeechModel,
         threshold: float = 0.5,
         silence_ms: int = 500,
         prefix_ms: int = 300,
@@ -70,22 +99,28 @@ class SpeechDetector:
         rate: int = 16_000,
         start: int = 0,
     ) -> None:
-        if rate <= 0 or silence_ms < 0 or prefix_ms < 0:
-            raise ValueError("rate must be positive, silence_ms and prefix_ms not negative")
-        self._frame = max(1, round(FRAME_SECONDS * rate))
-        # Squared-sample sums are exact in int64, so a frame's verdict never depends on chunking.
-        power = _FULL_SCALE**2 * 10 ** (threshold_dbfs(threshold) / 10)
-        self._loud_sum = power * self._frame
+        if rate != 16_000:
+            raise ValueError("Silero VAD judges 16 kHz audio here")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError("threshold must lie between 0 and 1")
+        if silence_ms < 0 or prefix_ms < 0:
+            raise ValueError("silence_ms and prefix_ms must not be negative")
+        self._model = model
+        self._frame = WINDOW
+        self._threshold = threshold
+        self._negative = max(threshold - NEGATIVE_MARGIN, 0.01)
         self._min_frames = max(1, round(MIN_SPEECH_SECONDS * rate / self._frame))
         self._silence_frames = max(1, round(silence_ms * rate / 1000 / self._frame))
         self._prefix = round(prefix_ms * rate / 1000)
         self._max = round(max_speech_ms * rate / 1000)
         if self._max < self._prefix + 2 * self._min_frames * self._frame:
             raise ValueError("max_speech_ms must exceed prefix_ms by at least 200 ms")
-        self._tail = np.zeros(0, dtype=np.int16)  # samples short of a whole frame
-        self._frames = 0  # whole frames judged so far
-        self._run = 0  # loud frames in a row, while not speaking
-        self._quiet = 0  # quiet frames in a row, while speaking
+        self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self._context = np.zeros(_CONTEXT, dtype=np.float32)
+        self._tail = np.zeros(0, dtype=np.int16)  # samples short of a whole window
+        self._frames = 0  # whole windows judged so far
+        self._run = 0  # speech windows in a row, while not speaking
+        self._quiet = 0  # silent windows in a row, while speaking
         self._last_loud_end = 0
         self._start_at = start  # stream position of the first sample fed (after a commit)
         self._last_end = start  # the previous utterance's audio_end
@@ -110,8 +145,13 @@ class SpeechDetector:
 
     @property
     def _position(self) -> int:
-        """Stream position of the end of the last whole frame judged."""
+        """Stream position of the end of the last whole window judged."""
         return self._start_at + self._frames * self._frame
+
+    def windows_in(self, samples: int) -> int:
+        """How many windows the model runs if `samples` more are fed: a caller's measure of
+        whether `feed` is quick enough for the event loop."""
+        return (len(self._tail) + samples) // self._frame
 
     def feed(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
         """Take the next chunk of the stream; return the events it completed, in order."""
@@ -120,37 +160,45 @@ class SpeechDetector:
         audio = np.concatenate([self._tail, samples])
         whole = len(audio) // self._frame * self._frame
         self._tail = audio[whole:].copy()
-        wide = audio[:whole].astype(np.int64).reshape(-1, self._frame)
-        loud = np.einsum("ij,ij->i", wide, wide) > self._loud_sum
+        if not whole:
+            return []
+        scaled = np.concatenate([self._context, audio[:whole] / np.float32(_FULL_SCALE)])
+        scaled = scaled.astype(np.float32, copy=False)
+        count = whole // self._frame
+        # Row i: the context of window i (its last 64 samples before it), then the window.
+        rows = np.lib.stride_tricks.sliding_window_view(scaled, _CONTEXT + self._frame)
+        windows = rows[:: self._frame][:count]
+        probabilities, self._state = self._model.probabilities(windows, self._state)
+        self._context = scaled[-_CONTEXT:].copy()
         events: list[VadEvent] = []
-        for is_loud in loud.tolist():
+        for probability in probabilities:
             self._frames += 1
-            self._judge(is_loud, events)
+            self._judge(probability, events)
         return events
 
     def flush(self) -> list[VadEvent]:
         """End the speech in progress now (the client committed): its audio ends with the last
-        whole frame fed, the partial one left to the next utterance."""
+        whole window fed, the partial one left to the next utterance."""
         events: list[VadEvent] = []
         if self._current is not None:
             self._stop(self._position, events)
         return events
 
-    def _judge(self, loud: bool, events: list[VadEvent]) -> None:
-        """Advance the state machine by the frame just counted in `_frames`."""
+    def _judge(self, probability: float, events: list[VadEvent]) -> None:
+        """Advance the state machine by the window just counted in `_frames`."""
         end = self._position
         if self._current is None:
-            self._run = self._run + 1 if loud else 0
+            self._run = self._run + 1 if probability >= self._threshold else 0
             if self._run >= self._min_frames:
                 self._start(end - self._run * self._frame, events)
-        elif loud:
+        elif probability >= self._negative:
             self._quiet = 0
             self._last_loud_end = end
         else:
             self._quiet += 1
             if self._quiet >= self._silence_frames:
                 self._stop(end, events)
-        # Cut at the last frame boundary that keeps the utterance within max.
+        # Cut at the last window boundary that keeps the utterance within max.
         if self._current is not None and end + self._frame - self._current.audio_start > self._max:
             self._stop(end, events)
 

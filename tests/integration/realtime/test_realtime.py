@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -20,19 +21,25 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.routes import realtime as realtime_route
-from tests.fixtures.containers import speech_like
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
 
 Events = list[dict[str, Any]]
+HEARD = re.compile(r"Heard (\d+\.\d+) s\.")
 TRANSCRIPTION = "conversation.item.input_audio_transcription."
 # Two utterances: 1.5 s and 2 s of speech, after 0.5 s and 1 s of silence
 PATTERN = [(0.5, False), (1.5, True), (1.0, False), (2.0, True), (1.0, False)]
 
 
+def heard(transcripts: list[str]) -> list[float]:
+    """The seconds of audio the stand-in says it heard in each transcript ("Heard 1.93 s.")."""
+    return [float(seconds) for text in transcripts for seconds in HEARD.findall(text)]
+
+
 def pcm(pattern: list[tuple[float, bool]], rate: int = 24000) -> bytes:
-    return (speech_like(pattern, rate=rate) * 32767).astype("<i2").tobytes()
+    return (spoken(pattern, rate=rate) * 32767).astype("<i2").tobytes()
 
 
 @contextmanager
@@ -101,9 +108,10 @@ async def test_utterances_are_found_committed_and_transcribed_in_order() -> None
             events = await until(ws, completed(2))
     started = of(events, "input_audio_buffer.speech_started")
     stopped = of(events, "input_audio_buffer.speech_stopped")
-    # speech at 0.5-2.0 s and 3.0-5.0 s: starts 300 ms early (prefix padding), ends 150 ms late
-    assert [e["audio_start_ms"] for e in started] == pytest.approx([200, 2700], abs=40)
-    assert [e["audio_end_ms"] for e in stopped] == pytest.approx([2150, 5150], abs=40)
+    # speech at 0.5-2.0 s and 3.0-5.0 s: starts 300 ms early (prefix padding), ends 150 ms late;
+    # real speech swells and fades, so its edges are found within about three Silero windows
+    assert [e["audio_start_ms"] for e in started] == pytest.approx([200, 2700], abs=100)
+    assert [e["audio_end_ms"] for e in stopped] == pytest.approx([2150, 5150], abs=100)
     items = [e["item_id"] for e in started]
     assert len(set(items)) == 2
     for item in items:
@@ -126,12 +134,12 @@ async def test_utterances_are_found_committed_and_transcribed_in_order() -> None
         assert done["usage"]["output_tokens"] > 0
     committed = of(events, "input_audio_buffer.committed")
     assert [e["previous_item_id"] for e in committed] == [None, items[0]]
-    # each utterance went upstream alone: 0.22-2.15 s, then 2.72-5.15 s (first loud frames)
+    # each utterance went upstream alone: about 0.2-2.15 s, then 2.7-5.15 s
     transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
-    assert transcripts == ["Heard 1.93 s.", "Heard 2.43 s."]
+    assert heard(transcripts) == pytest.approx([1.95, 2.45], abs=0.15)
     # the first transcript is the second utterance's context
     second = standin.requests[-1]["messages"]
-    assert second[0] == {"role": "system", "content": "Heard 1.93 s."}
+    assert second[0] == {"role": "system", "content": transcripts[0]}
 
 
 async def test_16khz_input_and_a_forced_language_and_prompt() -> None:
@@ -154,7 +162,7 @@ async def test_16khz_input_and_a_forced_language_and_prompt() -> None:
     [done] = of(events, TRANSCRIPTION + "completed")
     assert done["transcript"] == "Bonjour le monde."  # the stand-in's French, forced
     [start] = of(events, "input_audio_buffer.speech_started")
-    assert start["audio_start_ms"] == pytest.approx(200, abs=40)
+    assert start["audio_start_ms"] == pytest.approx(200, abs=100)
     sent = standin.requests[-1]["messages"]
     assert sent[0] == {"role": "system", "content": "Qwen, vLLM"}
     assert sent[-1]["content"] == "language French<asr_text>"
@@ -276,7 +284,8 @@ async def test_a_bad_session_update_names_the_field_and_changes_nothing() -> Non
             assert error["error"]["event_id"] == "evt_1"
             await stream(ws, pcm(PATTERN[:3]))  # still 24 kHz
             events = await until(ws, completed(1))
-    assert of(events, TRANSCRIPTION + "completed")[0]["transcript"] == "Heard 1.93 s."
+    transcript = of(events, TRANSCRIPTION + "completed")[0]["transcript"]
+    assert heard([transcript]) == pytest.approx([1.95], abs=0.15)
 
 
 async def test_the_api_key_comes_in_a_header_or_a_subprotocol() -> None:
@@ -351,7 +360,7 @@ async def test_the_openai_sdk_realtime_client_gets_transcripts() -> None:
                         if len(transcripts) == 2:
                             break
     assert seen[:2] == ["session.created", "session.updated"]
-    assert transcripts == ["Heard 1.93 s.", "Heard 2.43 s."]
+    assert heard(transcripts) == pytest.approx([1.95, 2.45], abs=0.15)
 
 
 async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path: Path) -> None:
@@ -388,11 +397,12 @@ async def test_speech_longer_than_the_models_window_is_cut_into_utterances() -> 
     started = of(events, "input_audio_buffer.speech_started")
     stopped = of(events, "input_audio_buffer.speech_stopped")
     assert len(started) == len(stopped) == 2
-    # the first utterance is exactly the model's 30 s; the second starts where it was cut
-    assert stopped[0]["audio_end_ms"] - started[0]["audio_start_ms"] == 30000
+    # the first utterance is the model's 30 s (to the VAD's 32 ms window); the second starts
+    # where it was cut
+    assert 29968 < stopped[0]["audio_end_ms"] - started[0]["audio_start_ms"] <= 30000
     assert started[1]["audio_start_ms"] == stopped[0]["audio_end_ms"]
     transcripts = [e["transcript"] for e in of(events, TRANSCRIPTION + "completed")]
-    assert transcripts[0] == "Heard 30.00 s."
+    assert heard(transcripts)[0] == pytest.approx(30.0, abs=0.04)
 
 
 async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> None:
@@ -412,12 +422,14 @@ async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> 
     done = {e["item_id"]: e for e in of(events, TRANSCRIPTION + "completed")}
     # 0.22-13.0 s (the audio streams on until the pause is recognised, 500 ms of it) in
     # three segments of vLLM's, cleaned and joined; the chat path is unused
-    assert done[first]["transcript"] == "Heard 5.00 s. Heard 5.00 s. Heard 2.78 s."
-    assert done[second]["transcript"] == "Heard 2.78 s."
+    # (real speech may fall silent a little before its piece of the pattern ends)
+    assert heard([done[first]["transcript"]]) == pytest.approx([5, 5, 2.78], abs=0.3)
+    assert heard([done[second]["transcript"]]) == pytest.approx([2.78], abs=0.3)
     for item in (first, second):
         deltas = [e["delta"] for e in of(events, TRANSCRIPTION + "delta") if e["item_id"] == item]
         assert "".join(deltas) == done[item]["transcript"]
-    assert standin.realtime_segments == pytest.approx([5.0, 5.0, 2.78, 2.78], abs=0.01)
+    segments = heard([done[first]["transcript"], done[second]["transcript"]])
+    assert standin.realtime_segments == pytest.approx(segments, abs=0.01)
     assert standin.requests == []
 
 
@@ -437,7 +449,10 @@ async def test_vllm_realtime_falls_back_to_chat_where_vllm_cannot_serve(offered:
             await stream(ws, pcm(PATTERN[:3]))
             events = await until(ws, completed(1))
     [done] = of(events, TRANSCRIPTION + "completed")
-    assert done["transcript"] == ("Hello world." if offered else "Heard 1.93 s.")
+    if offered:
+        assert done["transcript"] == "Hello world."
+    else:
+        assert heard([done["transcript"]]) == pytest.approx([1.95], abs=0.15)
     assert standin.realtime_segments == []
     assert len(standin.requests) == 1
 
@@ -494,3 +509,34 @@ async def _still_serving(url: str) -> None:
     async with session(url) as again:
         await stream(again, pcm(PATTERN[:3]))
         await until(again, completed(1))
+
+
+async def test_one_long_append_is_judged_in_a_thread_with_the_same_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client may send seconds of audio in one append: Silero's ~170 windows then run in a
+    thread, not in the event loop every session shares, and find what 100 ms appends find."""
+    judged: list[object] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(function: Callable[..., Any], /, *args: Any) -> Any:
+        judged.append(getattr(function, "__qualname__", None))
+        return await to_thread(function, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    found = []
+    with serving() as url:
+        for ms in (100, 6000):
+            async with session(url) as ws:
+                await stream(ws, pcm(PATTERN), ms=ms)
+                events = await until(ws, completed(2))
+            found.append(
+                [
+                    (e["type"], e.get("audio_start_ms", e.get("audio_end_ms")))
+                    for e in events
+                    if e["type"].startswith("input_audio_buffer.speech_")
+                ]
+            )
+    assert found[0] == found[1]
+    assert len(found[0]) == 4
+    assert judged.count("SpeechDetector.feed") == 1  # the long append; no 100 ms one

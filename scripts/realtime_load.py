@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""How many live Realtime sessions one server process carries: N sessions at once, each
+speaking at real-time pace, and the server's CPU meanwhile.
+
+server.py runs in front of the tests' fake vLLM (`tests.fixtures.fake_vllm`, its own process,
+so its CPU is not counted). Each session streams 24 kHz PCM of real speech (espeak-ng's, see
+`tests/fixtures/speech.py`): 3 s spoken, 1 s of silence, over and over, in 100 ms appends,
+paced by the clock, as a microphone sends it; with server VAD (Silero, the default) and,
+to see what the VAD itself costs, with turn detection off (the client commits every 4 s).
+Prints, per session count and mode: the server's CPU in % of one core, that per session, the
+sessions one core would carry at that rate, and the transcripts that came back.
+
+    .cache/test-venv/bin/python scripts/realtime_load.py --sessions 1,8,32 --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from qwen3_asr_server.backend.launch import free_port  # noqa: E402
+from tests.fixtures.speech import spoken  # noqa: E402
+
+MODEL = "qwen3-asr"
+CHUNK_SECONDS = 0.1
+PATTERN = [(3.0, True), (1.0, False)]
+COMPLETED = "conversation.item.input_audio_transcription.completed"
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _chunks() -> list[str]:
+    """One 4 s cycle of speech and silence as base64 appends of 100 ms at 24 kHz."""
+    pcm = (spoken(PATTERN, rate=24_000) * 32767).astype("<i2").tobytes()
+    size = round(CHUNK_SECONDS * 24_000) * 2
+    return [base64.b64encode(pcm[i : i + size]).decode() for i in range(0, len(pcm), size)]
+
+
+async def _session(url: str, chunks: list[str], seconds: float, vad: bool) -> int:
+    """Speak for `seconds`; the transcripts that came back."""
+    completed = 0
+
+    async def read(ws: ClientConnection) -> None:
+        nonlocal completed
+        async for message in ws:
+            completed += json.loads(message)["type"] == COMPLETED
+
+    async with connect(f"{url}/v1/realtime?intent=transcription", max_size=None) as ws:
+        if not vad:
+            session = {"type": "transcription", "audio": {"input": {"turn_detection": None}}}
+            await ws.send(json.dumps({"type": "session.update", "session": session}))
+        reader = asyncio.create_task(read(ws))
+        start = time.monotonic()
+        sent = 0
+        while (elapsed := time.monotonic() - start) < seconds:
+            chunk = chunks[sent % len(chunks)]
+            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+            sent += 1
+            if not vad and sent % len(chunks) == 0:
+                await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            await asyncio.sleep(max(0.0, sent * CHUNK_SECONDS - elapsed))
+        await asyncio.sleep(1.0)  # the last transcripts
+        reader.cancel()
+    return completed
+
+
+async def _load(url: str, pid: int, sessions: int, seconds: float, vad: bool) -> dict[str, float]:
+    chunks = _chunks()
+    before = _cpu_seconds(pid)
+    started = time.monotonic()
+    done = await asyncio.gather(*(_session(url, chunks, seconds, vad) for _ in range(sessions)))
+    wall = time.monotonic() - started
+    core = (_cpu_seconds(pid) - before) / wall * 100
+    return {
+        "sessions": sessions,
+        "vad": vad,
+        "cpu_percent_of_a_core": round(core, 1),
+        "per_session_percent": round(core / sessions, 2),
+        "sessions_per_core": round(100 / (core / sessions)) if core else 0,
+        "transcripts": sum(done),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", default="1,8,32", help="session counts (default: 1,8,32)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="per run (default: 20)")
+    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    args = parser.parse_args()
+    upstream_port, port = free_port(), free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    fake = [sys.executable, "-m", "tests.fixtures.fake_vllm", "serve", MODEL]
+    server = [sys.executable, str(REPO / "server.py"), "--port", str(port), "--model", MODEL]
+    server += ["--backend-url", f"http://127.0.0.1:{upstream_port}", "--log-level", "warning"]
+    processes = [
+        subprocess.Popen([*fake, "--port", str(upstream_port)], env=env, stdout=subprocess.DEVNULL),
+        subprocess.Popen(server, env=env, stdout=subprocess.DEVNULL),
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                sys.exit("realtime_load.py: the server was not ready within 60 s")
+            time.sleep(0.2)
+        url = f"ws://127.0.0.1:{port}"
+        rows = []
+        print("sessions | turn detection | CPU, % of a core | per session | sessions per core")
+        for count in (int(each) for each in args.sessions.split(",")):
+            for vad in (True, False):
+                row = asyncio.run(_load(url, processes[1].pid, count, args.seconds, vad))
+                rows.append(row)
+                mode = "server_vad (Silero)" if vad else "off (commits)"
+                print(
+                    f"{count} | {mode} | {row['cpu_percent_of_a_core']} | "
+                    f"{row['per_session_percent']}% | {row['sessions_per_core']} "
+                    f"({row['transcripts']} transcripts)"
+                )
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
+
+
+if __name__ == "__main__":
+    main()
