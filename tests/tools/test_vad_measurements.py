@@ -1,0 +1,57 @@
+"""scripts/realtime_load.py and scripts/cut_quality.py, run with small counts: their figures
+have their shape, and what they count came out as it must. Nothing here depends on speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.process import REPO
+
+
+def run(script: str, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_realtime_load_counts_the_cpu_of_live_sessions(tmp_path: Path) -> None:
+    out = tmp_path / "load.json"
+    run("realtime_load.py", "--sessions", "1,2", "--seconds", "4.5", "--json", str(out))
+    rows = json.loads(out.read_text())
+    assert [(row["sessions"], row["vad"]) for row in rows] == [
+        (1, True),
+        (1, False),
+        (2, True),
+        (2, False),
+    ]
+    for row in rows:
+        # 4.5 s of 3 s speech, 1 s silence: one utterance per session, found or committed
+        assert row["transcripts"] == row["sessions"]
+        assert row["cpu_percent_of_a_core"] > 0
+        per_session = row["cpu_percent_of_a_core"] / row["sessions"]
+        assert row["per_session_percent"] == pytest.approx(per_session, abs=0.06)
+
+
+def test_cut_quality_counts_cuts_inside_sentences() -> None:
+    lines = run("cut_quality.py", "--minutes", "1.5", "--snr", "10").splitlines()
+    assert lines[0].startswith("SNR | sentences")
+    rows = [line.split(" | ") for line in lines[1:]]
+    assert [row[0] for row in rows] == ["clean", "10.0"]
+    for _, sentences, energy, silero in rows:
+        assert int(sentences) > 15
+        for figures in (energy, silero):
+            inside, _, edges = figures.split(",")[0].partition(" of ")
+            assert 0 <= int(inside) <= int(edges)
+            assert int(edges) > 0
+    assert rows[0][2].startswith("0 of")  # clean speech is never cut inside a sentence
