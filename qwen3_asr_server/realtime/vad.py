@@ -21,12 +21,12 @@ and a few counters; the model itself is loaded once per process (`SpeechModel`) 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime
 
 from ..segmentation import MIN_SPEECH_SECONDS
 
@@ -42,6 +42,13 @@ class SpeechModel:
     than one core; ONNX Runtime releases the GIL while it runs."""
 
     def __init__(self) -> None:
+        # ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
+        # under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's
+        # telemetry, unless this is set first. A self-hosted server sends nothing anywhere;
+        # an operator who wants it on can set the variable to 0.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        import onnxruntime  # here: processes that serve no Realtime VAD never load it
+
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1

@@ -365,9 +365,17 @@ async def test_the_openai_sdk_realtime_client_gets_transcripts() -> None:
 
 async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path: Path) -> None:
     """server.py with --read-timeout 1: a session that streams for 3.5 s is not cut, and a
-    refused handshake is answered without an error in the log."""
+    refused handshake is answered without an error in the log. Loading the VAD's ONNX Runtime
+    leaves nothing in the temp folder or the home directory (its telemetry is off)."""
     install_launcher(tmp_path / "bin", "vllm")
-    server = ServerProcess(tmp_path, ["--model", "m", "--read-timeout", "1", "--api-key", "k"])
+    home, temp = tmp_path / "home", tmp_path / "temp"
+    home.mkdir()
+    temp.mkdir()
+    server = ServerProcess(
+        tmp_path,
+        ["--model", "m", "--read-timeout", "1", "--api-key", "k"],
+        env={"HOME": str(home), "TMPDIR": str(temp)},
+    )
     try:
         server.wait_for_health(200)
         url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
@@ -387,6 +395,8 @@ async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path
         server.stop()
     assert of(events, TRANSCRIPTION + "completed")[0]["transcript"] == "Hello world."
     assert "ERROR" not in server.output()
+    assert [path for path in temp.rglob("*") if path.is_file()] == []
+    assert list(home.rglob("*")) == []
 
 
 async def test_speech_longer_than_the_models_window_is_cut_into_utterances() -> None:
