@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server.backend import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
-from tests.fixtures.process import descendants, memory  # noqa: E402
+from tests.fixtures.process import cpu_seconds, memory  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -125,18 +125,6 @@ async def _hammer(url: str, clip: bytes, count: int, name: str = "clip.wav") -> 
     return failed
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and everything below it (vLLM's engine core)."""
-    total = 0.0
-    for each in {pid} | descendants(pid):
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def _cpu_per_request(
     files: list[Path], targets: dict[str, str], pids: dict[str, int], count: int
 ) -> dict[str, dict[str, dict[str, float]]]:
@@ -147,10 +135,10 @@ def _cpu_per_request(
         figures[path.name] = {}
         for label, url in targets.items():
             asyncio.run(_hammer(url, clip, 2 * CONCURRENCY, path.name))  # warm
-            before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             client = time.process_time()
             asyncio.run(_hammer(url, clip, count, path.name))
-            spent = {name: _cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+            spent = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
             spent["client"] = time.process_time() - client
             figures[path.name][label] = {k: round(v * 1000 / count, 2) for k, v in spent.items()}
     return figures
@@ -188,9 +176,9 @@ def _wrk(url: str, path: Path, seconds: int, pid: int, scratch: Path) -> dict[st
     target = f"{url}/v1/audio/transcriptions"
     argv = ["wrk", "-t1", f"-c{CONCURRENCY}", "-s", str(script), target]
     subprocess.run([*argv, "-d2s"], check=True, capture_output=True)  # warm
-    before = _cpu_seconds(pid)
+    before = cpu_seconds(pid)
     out = subprocess.run([*argv, f"-d{seconds}s"], check=True, capture_output=True, text=True)
-    spent = _cpu_seconds(pid) - before
+    spent = cpu_seconds(pid) - before
     done = int(_said(r"(\d+) requests in", out.stdout))
     rate = float(_said(r"Requests/sec:\s+([\d.]+)", out.stdout))
     failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out.stdout)

@@ -32,17 +32,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
+from tests.fixtures.process import cpu_seconds  # noqa: E402
 from tests.fixtures.speech import spoken  # noqa: E402
 
 MODEL = "qwen3-asr"
 CHUNK_SECONDS = 0.1
 PATTERN = [(3.0, True), (1.0, False)]
 COMPLETED = "conversation.item.input_audio_transcription.completed"
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _chunks() -> list[str]:
@@ -82,11 +78,11 @@ async def _session(url: str, chunks: list[str], seconds: float, vad: bool) -> in
 
 async def _load(url: str, pid: int, sessions: int, seconds: float, vad: bool) -> dict[str, float]:
     chunks = _chunks()
-    before = _cpu_seconds(pid)
+    before = cpu_seconds(pid)
     started = time.monotonic()
     done = await asyncio.gather(*(_session(url, chunks, seconds, vad) for _ in range(sessions)))
     wall = time.monotonic() - started
-    core = (_cpu_seconds(pid) - before) / wall * 100
+    core = (cpu_seconds(pid) - before) / wall * 100
     return {
         "sessions": sessions,
         "vad": vad,
