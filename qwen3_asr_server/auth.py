@@ -7,6 +7,7 @@ import secrets
 from fastapi import Request
 from pydantic import SecretStr
 from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
 
 from .errors import APIError
 from .state import get_state
@@ -38,6 +39,11 @@ def check_key(expected: SecretStr | None, token: str | None) -> None:
         )
 
 
+def authorize(connection: HTTPConnection) -> None:
+    """The bearer token of an HTTP request checked against the server's key (OpenAI's 401)."""
+    check_key(get_state(connection).settings.api_key, bearer(connection.headers))
+
+
 async def require_api_key(request: Request) -> None:
-    """FastAPI dependency for the HTTP routes."""
-    check_key(get_state(request).settings.api_key, bearer(request.headers))
+    """`authorize` as a FastAPI dependency, for the routes declared through FastAPI."""
+    authorize(request)

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import alignment, audio, prompt
-from ..auth import bearer, check_key
+from ..auth import authorize
 from ..backend.aligner import Aligner
 from ..errors import invalid
 from ..middleware import access_log, body_limits
@@ -48,8 +48,8 @@ openapi_paths = {
 
 
 async def _transcribe(request: Request, *, translation: bool) -> Response:
+    authorize(request)
     state = get_state(request)
-    check_key(state.settings.api_key, bearer(request.headers))
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     settings = state.settings
