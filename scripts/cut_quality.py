@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server import segmentation  # noqa: E402
 from qwen3_asr_server.realtime.vad import SpeechDetector, SpeechModel, VadEvent  # noqa: E402
-from tests.fixtures.speech import noise, sentence  # noqa: E402
+from tests.fixtures.speech import noise, rms, sentence  # noqa: E402
 
 RATE = 16_000
 WINDOW_SECONDS = 30.0
@@ -53,7 +53,7 @@ def recording(
         position += len(voice) + len(gap)
     signal = np.concatenate(parts)
     speech = np.concatenate([signal[start:end] for start, end in truth])
-    signal *= 10 ** (-20 / 20) / float(np.sqrt(np.mean(speech**2)))
+    signal *= 10 ** (-20 / 20) / rms(speech)
     if snr_db is not None:
         signal += noise("pink", len(signal), seed) * 10 ** ((-20 - snr_db) / 20)
     return np.clip(np.round(signal * 32768), -32768, 32767).astype(np.int16), truth
