@@ -2,12 +2,17 @@
 
 The model hears at most ~30 s at a time. Cutting at pauses, not at fixed offsets, keeps
 words whole, lets every piece be transcribed concurrently, and gives each piece a real
-offset for timestamps. Detection is plain frame energy (numpy only, no model): a frame is
-speech when it is louder than a threshold that adapts to the recording but never drops
-below an absolute floor, so a silent file yields nothing at all.
+offset for timestamps. Pauses are where Silero VAD heard no speech: `split` takes its speech
+probability for every 32 ms window of the recording (`speech.SpeechModel.recording`) and
+is pure. Frame energy, which it used before, put a quarter of its cuts inside sentences in
+pink noise at 20 and 10 dB SNR, where Silero put none (`scripts/cut_quality.py`, README).
 
-`Chunking` holds what a client may tune (OpenAI's `chunking_strategy`): how far above the
-noise speech must stand, the shortest pause that separates speech, the padding kept before
+`is_silent` stays on frame energy against an absolute floor: it only spares the model a clip
+with nothing in it, costs nothing on the path every short request takes, and can never drop a
+voice the network would not recognise; noise it lets through, the model calls no speech.
+
+`Chunking` holds what a client may tune (OpenAI's `chunking_strategy`): the speech
+probability a window needs, the shortest pause that separates speech, the padding kept before
 speech, and whether every such pause ends a piece (server VAD) or pieces are grouped up to
 the window and cut at the best pause (the default).
 """
@@ -20,24 +25,20 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-FRAME_SECONDS = 0.02  # energy is judged per 20 ms frame
+from .speech import NEGATIVE_MARGIN, RATE, WINDOW, Probabilities
+
+FRAME_SECONDS = 0.02  # is_silent judges energy per 20 ms frame
 FLOOR_DBFS = -55.0  # frames quieter than this (RMS) are never speech
-NOISE_MARGIN_DB = 10.0  # speech stands this far above the noise floor ...
-SPEECH_RANGE_DB = 30.0  # ... but the threshold stays this far below the loud speech
-NOISE_PERCENTILE = 10.0  # frame level taken as the noise floor
-SPEECH_PERCENTILE = 95.0  # frame level taken as loud speech
 MIN_PAUSE_SECONDS = 0.3  # shorter gaps are breaths inside speech, never a pause
 LONG_PAUSE_SECONDS = 2.0  # a pause this long always ends a span: no seconds of silence sent
 MIN_SPEECH_SECONDS = 0.1  # shorter lone bursts (clicks) are not speech
 PAD_SECONDS = 0.15  # context kept around speech at either end of a span
-SILENCE_RATE = 16_000  # rate is_silent assumes unless told
 # OpenAI's server VAD: its defaults and bounds (Realtime turn detection, chunking_strategy)
 VAD_THRESHOLD = 0.5
 VAD_PREFIX_PADDING_MS = 300
 VAD_SILENCE_MS = 500
 MAX_PREFIX_PADDING_MS = 5_000
 SILENCE_DURATION_MS = (100, 10_000)  # below 100 ms every pause between words ends a turn
-_BLOCK_FRAMES = 8192  # frames converted to float at a time, to stay memory-lean
 _LOOK_FRAMES = 50  # frames is_silent judges at a time, until it has heard enough
 _FULL_SCALE = 32768.0
 _MIN_DB = -120.0
@@ -50,7 +51,7 @@ Frames = npt.NDArray[np.int64]
 class Chunking:
     """How speech is found and where pieces end; the defaults are this server's own cut."""
 
-    margin_db: float = NOISE_MARGIN_DB  # speech stands this far above the noise floor
+    threshold: float = VAD_THRESHOLD  # the speech probability a window needs
     min_pause: float = MIN_PAUSE_SECONDS  # shorter gaps are inside speech
     pad_before: float = PAD_SECONDS
     pad_after: float = PAD_SECONDS
@@ -63,12 +64,11 @@ class Chunking:
         prefix_padding_ms: int = VAD_PREFIX_PADDING_MS,
         silence_duration_ms: int = VAD_SILENCE_MS,
     ) -> Chunking:
-        """OpenAI's `server_vad` chunking on frame energy: every pause of
+        """OpenAI's `server_vad` chunking, as Realtime's: every pause of
         `silence_duration_ms` ends a piece, which starts `prefix_padding_ms` before its
-        speech; `threshold` scales how far above the noise speech must stand (0.5: the
-        default margin, 1: twice that, 0: any frame above the noise floor)."""
+        speech; `threshold` is the speech probability a window needs."""
         return cls(
-            margin_db=2 * threshold * NOISE_MARGIN_DB,
+            threshold=threshold,
             min_pause=silence_duration_ms / 1000,
             pad_before=prefix_padding_ms / 1000,
             every_pause=True,
@@ -87,37 +87,27 @@ class Span:
         return self.start / rate, self.end / rate
 
 
-def _frame_db(samples: Samples, frame: int) -> npt.NDArray[np.float64]:
-    """RMS level of every frame in dBFS; the last frame may be partial."""
-    full, tail = divmod(len(samples), frame)
-    power = np.empty(full + (1 if tail else 0), dtype=np.float64)
-    body = samples[: full * frame].reshape(full, frame)
-    for first in range(0, full, _BLOCK_FRAMES):
-        block = body[first : first + _BLOCK_FRAMES].astype(np.float32)
-        power[first : first + len(block)] = np.einsum("ij,ij->i", block, block) / frame
-    if tail:
-        rest = samples[full * frame :].astype(np.float64)
-        power[-1] = float(np.mean(rest * rest))
-    level: npt.NDArray[np.float64] = 10 * np.log10(power / _FULL_SCALE**2 + 10 ** (_MIN_DB / 10))
-    return level
-
-
-def _speech_runs(
-    db: npt.NDArray[np.float64], rate: int, frame: int, chunking: Chunking
-) -> tuple[Frames, Frames]:
-    """Start and end frames of speech, with breaths bridged and lone clicks dropped."""
-    noise, loud = np.percentile(db, [NOISE_PERCENTILE, SPEECH_PERCENTILE])
-    threshold = max(FLOOR_DBFS, min(noise + chunking.margin_db, loud - SPEECH_RANGE_DB))
-    edges = np.diff((db > threshold).astype(np.int8), prepend=0, append=0)
+def _speech_runs(probabilities: Probabilities, chunking: Chunking) -> tuple[Frames, Frames]:
+    """Start and end windows of speech, as the Realtime VAD hears it: from a window at
+    `threshold` on while the probability stays above `threshold - NEGATIVE_MARGIN`, pauses
+    shorter than `min_pause` bridged, lone bursts shorter than MIN_SPEECH_SECONDS dropped."""
+    threshold = chunking.threshold
+    strong = probabilities >= threshold
+    weak = probabilities >= min(threshold, max(threshold - NEGATIVE_MARGIN, 0.01))
+    edges = np.diff(weak.astype(np.int8), prepend=0, append=0)
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    heard = np.concatenate([[0], np.cumsum(strong)])
+    voiced = heard[ends] > heard[starts]
+    starts, ends = starts[voiced], ends[voiced]
     if len(starts) == 0:
         return starts, ends
+    starts = np.flatnonzero(strong)[heard[starts]]  # each run's first window at threshold
     real = np.flatnonzero(
-        starts[1:] - ends[:-1] >= max(1, round(chunking.min_pause * rate / frame))
+        starts[1:] - ends[:-1] >= max(1, round(chunking.min_pause * RATE / WINDOW))
     )
     starts = np.concatenate([starts[:1], starts[1:][real]])
     ends = np.concatenate([ends[:-1][real], ends[-1:]])
-    kept = ends - starts >= round(MIN_SPEECH_SECONDS * rate / frame)
+    kept = ends - starts >= round(MIN_SPEECH_SECONDS * RATE / WINDOW)
     return starts[kept], ends[kept]
 
 
@@ -127,9 +117,9 @@ def _last_max(values: Frames) -> int:
 
 
 def _group(
-    starts: Frames, ends: Frames, db: npt.NDArray[np.float64], budget: int, long_pause: int
+    starts: Frames, ends: Frames, probabilities: Probabilities, budget: int, long_pause: int
 ) -> list[tuple[int, int]]:
-    """Greedy spans of speech frames, each at most `budget` frames, ended at good pauses."""
+    """Greedy spans of speech windows, each at most `budget` windows, ended at good pauses."""
     gaps = starts[1:] - ends[:-1]  # gaps[m]: the pause after run m
     long_gaps = np.flatnonzero(gaps >= long_pause)
     spans: list[tuple[int, int]] = []
@@ -147,9 +137,9 @@ def _group(
             late = np.flatnonzero(ends[run:fits] >= begin + budget // 2)
             pool = late + run if len(late) else np.arange(run, fits)
             cut = int(pool[_last_max(gaps[pool])])
-        else:  # continuous speech for the whole window: cut at its quietest frame
+        else:  # continuous speech for the whole window: cut where speech is least sure
             low = begin + max(1, budget // 2)
-            quietest = low + int(np.argmin(db[low : limit + 1]))
+            quietest = low + int(np.argmin(probabilities[low : limit + 1]))
             spans.append((begin, quietest))
             begin = quietest
             continue
@@ -158,9 +148,13 @@ def _group(
 
 
 def split(
-    samples: Samples, rate: int, max_seconds: float = 30.0, chunking: Chunking | None = None
+    probabilities: Probabilities,
+    length: int,
+    max_seconds: float = 30.0,
+    chunking: Chunking | None = None,
 ) -> list[Span]:
-    """Speech spans in order, each at most max_seconds long, cut at pauses.
+    """Speech spans of a 16 kHz recording of `length` samples, in order, each at most
+    max_seconds long, cut at pauses; `probabilities` are Silero's, one per window.
 
     Spans never overlap, keep their padding of context around their speech where the
     neighbours leave room, and leave out silence at either end and long silences between.
@@ -168,58 +162,70 @@ def split(
     span, so short requests stay cheap.
     """
     chunking = chunking or Chunking()
-    if samples.ndim != 1:
-        raise ValueError("samples must be one-dimensional (mono)")
-    if rate <= 0 or not (math.isfinite(max_seconds) and max_seconds > 0):
-        raise ValueError("rate and max_seconds must be positive")
-    frame = max(1, round(FRAME_SECONDS * rate))
-    max_len = round(max_seconds * rate)
-    before = min(round(chunking.pad_before * rate), max_len // 4)
-    after = min(round(chunking.pad_after * rate), max_len // 4)
-    budget = (max_len - before - after) // frame
+    if probabilities.ndim != 1 or len(probabilities) != -(-length // WINDOW):
+        raise ValueError("probabilities must be one per window of the recording")
+    if not (math.isfinite(max_seconds) and max_seconds > 0):
+        raise ValueError("max_seconds must be positive")
+    max_len = round(max_seconds * RATE)
+    before = min(round(chunking.pad_before * RATE), max_len // 4)
+    after = min(round(chunking.pad_after * RATE), max_len // 4)
+    budget = (max_len - before - after) // WINDOW
     if budget < 1:
-        raise ValueError("max_seconds is shorter than one analysis frame")
-    n = len(samples)
-    if n == 0:
-        return []
-    db = _frame_db(samples, frame)
-    starts, ends = _speech_runs(db, rate, frame, chunking)
+        raise ValueError("max_seconds is shorter than one window")
+    starts, ends = _speech_runs(probabilities, chunking)
     if len(starts) == 0:
         return []
-    if n <= max_len and not chunking.every_pause:
-        first, last = int(starts[0]) * frame, int(ends[-1]) * frame
-        return [Span(max(0, first - before), min(n, last + after))]
-    long_pause = round(LONG_PAUSE_SECONDS * rate / frame)
+    if length <= max_len and not chunking.every_pause:
+        first, last = int(starts[0]) * WINDOW, int(ends[-1]) * WINDOW
+        return [Span(max(0, first - before), min(length, last + after))]
+    long_pause = round(LONG_PAUSE_SECONDS * RATE / WINDOW)
     if chunking.every_pause:  # each run alone, cut further only if it outlasts the window
         groups = [
             group
             for run in range(len(starts))
-            for group in _group(starts[run : run + 1], ends[run : run + 1], db, budget, 0)
+            for group in _group(
+                starts[run : run + 1], ends[run : run + 1], probabilities, budget, 0
+            )
         ]
     else:
-        groups = _group(starts, ends, db, budget, long_pause)
-    cores = [(first * frame, min(n, last * frame)) for first, last in groups]
+        groups = _group(starts, ends, probabilities, budget, long_pause)
+    cores = [(first * WINDOW, min(length, last * WINDOW)) for first, last in groups]
     spans = []
     for index, (start, end) in enumerate(cores):
         previous = cores[index - 1][1] if index else 0
-        following = cores[index + 1][0] if index + 1 < len(cores) else n
+        following = cores[index + 1][0] if index + 1 < len(cores) else length
         low = 0 if index == 0 else previous + (start - previous) // 2
-        high = n if index + 1 == len(cores) else end + (following - end) // 2
+        high = length if index + 1 == len(cores) else end + (following - end) // 2
         spans.append(Span(max(start - before, low), min(end + after, high)))
     return spans
 
 
-def is_silent(samples: Samples, rate: int = SILENCE_RATE) -> bool:
+def _frame_db(samples: Samples, frame: int) -> npt.NDArray[np.float64]:
+    """RMS level of every frame in dBFS; the last frame may be partial."""
+    full, tail = divmod(len(samples), frame)
+    power = np.empty(full + (1 if tail else 0), dtype=np.float64)
+    body = samples[: full * frame].reshape(full, frame)
+    block = body.astype(np.float32)
+    power[:full] = np.einsum("ij,ij->i", block, block) / frame
+    if tail:
+        rest = samples[full * frame :].astype(np.float64)
+        power[-1] = float(np.mean(rest * rest))
+    level: npt.NDArray[np.float64] = 10 * np.log10(power / _FULL_SCALE**2 + 10 ** (_MIN_DB / 10))
+    return level
+
+
+def is_silent(samples: Samples, rate: int = RATE) -> bool:
     """Whether under a click's worth of audio rises above the floor: no request worth sending.
 
     This is absolute, not relative to the recording, so it is cheap and never mistakes a
-    quiet speaker for silence; faint hiss and digital silence are both silent.
+    quiet speaker for silence; faint hiss and digital silence are both silent. It judges a
+    second at a time and stops once it heard enough: speech is usually found at once.
     """
     frame = max(1, round(FRAME_SECONDS * rate))
     needed = round(MIN_SPEECH_SECONDS * rate / frame)
     step = frame * _LOOK_FRAMES
     loud = 0
-    for start in range(0, len(samples), step):  # speech is usually found in the first look
+    for start in range(0, len(samples), step):
         loud += int(np.count_nonzero(_frame_db(samples[start : start + step], frame) > FLOOR_DBFS))
         if loud >= needed:
             return False

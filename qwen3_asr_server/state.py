@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
+
+from .speech import SharedModel
 
 if TYPE_CHECKING:
     from .backend.aligner import Aligner
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from .catalog import Catalog
     from .metrics import Metrics
     from .middleware.drain import Drain
-    from .realtime.vad import SpeechModel
     from .settings import Settings
 
 
@@ -31,17 +31,12 @@ class AppState:
     upload_limit: int  # bytes
     drain: Drain
     aligner: Aligner | None = None  # word timestamps (--aligner-url)
-    decoding: asyncio.Semaphore = field(init=False)  # uploads being decoded (CPU-bound)
+    decoding: asyncio.Semaphore = field(init=False)  # uploads decoded or cut (CPU-bound)
+    # Silero VAD, for Realtime turns and the pauses long uploads are cut at
+    speech_model: SharedModel = field(default_factory=SharedModel)
 
     def __post_init__(self) -> None:
         self.decoding = asyncio.Semaphore(self.settings.decode_workers)
-
-    @cached_property
-    def speech_model(self) -> SpeechModel:
-        """Silero VAD, loaded by the first Realtime session with server VAD, then shared."""
-        from .realtime.vad import SpeechModel  # onnxruntime, for the processes that need it
-
-        return SpeechModel()
 
 
 def get_state(connection: HTTPConnection) -> AppState:

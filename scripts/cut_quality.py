@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""Where long recordings are cut, in noise: the server's energy plan against Silero VAD.
+"""Where long recordings are cut, in noise, and what finding the pauses costs.
 
 Builds `--minutes` of the tests' two espeak-ng sentences (`tests/fixtures/speech.py`) in
-random order with pauses of 0.3-1.5 s, speech at -20 dBFS, clean and in pink noise at each
-`--snr`; cuts it with `segmentation.split` (what uploads get) and with Silero's speech runs
-(the Realtime VAD) grouped up to 30 s and cut mid-pause; counts the piece edges that fall
-inside a sentence (by more than 50 ms) and the CPU each costs per second of audio.
+random order with pauses of 0.3-1.5 s, speech at -20 dBFS, clean and in pink (or
+`--noise white`) noise at each `--snr`; plans its pieces as an upload is planned
+(`transcription.transcribe.plan`: Silero over the whole recording, then
+`segmentation.split`); counts the piece edges that fall inside a sentence (by more than 50 ms)
+and the CPU per second of audio. `--stream` also times Silero run as one stream, window by
+window (as before batching), on the same audio.
 
     .cache/test-venv/bin/python scripts/cut_quality.py --minutes 10 --snr 20,10
+    .cache/test-venv/bin/python scripts/cut_quality.py --minutes 60 --snr 10 --stream
+
+The frame-energy plan these replaced is measured by this script as of commit 5a34e20.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
 from pathlib import Path
@@ -24,8 +28,10 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qwen3_asr_server import segmentation  # noqa: E402
-from qwen3_asr_server.realtime.vad import SpeechDetector, SpeechModel, VadEvent  # noqa: E402
+from qwen3_asr_server.audio import Audio  # noqa: E402
+from qwen3_asr_server.realtime.vad import SpeechDetector  # noqa: E402
+from qwen3_asr_server.speech import SpeechModel  # noqa: E402
+from qwen3_asr_server.transcription.transcribe import Options, plan  # noqa: E402
 from tests.fixtures.speech import noise, rms, sentence  # noqa: E402
 
 RATE = 16_000
@@ -36,7 +42,7 @@ Sentences = list[tuple[int, int]]
 
 
 def recording(
-    minutes: float, snr_db: float | None, seed: int = 0
+    minutes: float, snr_db: float | None, kind: str = "pink", seed: int = 0
 ) -> tuple[npt.NDArray[np.int16], Sentences]:
     """The audio and where each sentence lies in it."""
     rng = np.random.default_rng(seed)
@@ -55,7 +61,7 @@ def recording(
     speech = np.concatenate([signal[start:end] for start, end in truth])
     signal *= 10 ** (-20 / 20) / rms(speech)
     if snr_db is not None:
-        signal += noise("pink", len(signal), seed) * 10 ** ((-20 - snr_db) / 20)
+        signal += noise(kind, len(signal), seed) * 10 ** ((-20 - snr_db) / 20)
     return np.clip(np.round(signal * 32768), -32768, 32767).astype(np.int16), truth
 
 
@@ -70,47 +76,43 @@ def inside(edges: list[int], truth: Sentences) -> int:
     return count
 
 
-def silero_cuts(events: list[VadEvent]) -> list[int]:
-    """Speech runs grouped greedily up to the window (its padding left), cut mid-pause."""
-    runs = list(zip(events[::2], events[1::2], strict=True))
-    budget = round((WINDOW_SECONDS - 2 * segmentation.PAD_SECONDS) * RATE)
-    cuts, group_start = [], runs[0][0].sample
-    for (_, stop), (start, end) in itertools.pairwise(runs):
-        if end.sample - group_start > budget:
-            cuts.append((stop.sample + start.sample) // 2)
-            group_start = start.sample
-    return cuts
+def stream_cpu(model: SpeechModel, audio: npt.NDArray[np.int16]) -> float:
+    """CPU seconds Silero takes over `audio` as one stream, a second at a time."""
+    detector = SpeechDetector(model)
+    began = time.process_time()
+    for at in range(0, len(audio), RATE):
+        detector.feed(audio[at : at + RATE])
+    return time.process_time() - began
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--snr", default="20,10", help="dB, comma-separated; clean always runs")
+    parser.add_argument("--noise", choices=("pink", "white"), default="pink")
+    parser.add_argument("--stream", action="store_true", help="time Silero as one stream too")
     args = parser.parse_args()
     model = SpeechModel()
-    print("SNR | sentences | energy: edges inside a sentence, CPU ms per audio s | Silero: same")
+    options = Options(
+        language=None, context=None, temperature=0.0, timed=False, logprobs=False,
+        window=WINDOW_SECONDS, concurrency=1,
+    )  # fmt: skip
+    print("SNR | sentences | pieces | edges inside a sentence | CPU ms per audio s", end="")
+    print(" | as one stream" if args.stream else "")
     for snr in [None, *(float(each) for each in args.snr.split(","))]:
-        audio, truth = recording(args.minutes, snr)
+        audio, truth = recording(args.minutes, snr, args.noise)
         seconds = len(audio) / RATE
         began = time.process_time()
-        spans = segmentation.split(audio, RATE, WINDOW_SECONDS)
-        energy_cpu = time.process_time() - began
+        spans = plan(Audio(audio), options, lambda: model)
+        cpu = time.process_time() - began
         edges = [span.start for span in spans[1:]] + [span.end for span in spans[:-1]]
-        detector = SpeechDetector(model, max_speech_ms=round(WINDOW_SECONDS * 1000))
-        began = time.process_time()
-        events = [
-            event
-            for at in range(0, len(audio), RATE)
-            for event in detector.feed(audio[at : at + RATE])
-        ]
-        events += detector.flush()
-        silero_cpu = time.process_time() - began
-        cuts = silero_cuts(events)
-        print(
-            f"{'clean' if snr is None else snr} | {len(truth)} | "
-            f"{inside(edges, truth)} of {len(edges)}, {energy_cpu / seconds * 1000:.3f} | "
-            f"{inside(cuts, truth)} of {len(cuts)}, {silero_cpu / seconds * 1000:.2f}"
+        row = (
+            f"{'clean' if snr is None else snr} | {len(truth)} | {len(spans)} | "
+            f"{inside(edges, truth)} of {len(edges)} | {cpu / seconds * 1000:.2f}"
         )
+        if args.stream:
+            row += f" | {stream_cpu(model, audio) / seconds * 1000:.2f}"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

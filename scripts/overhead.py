@@ -54,6 +54,7 @@ from qwen3_asr_server.backend import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
 from tests.fixtures.process import cpu_seconds, memory  # noqa: E402
+from tests.fixtures.speech import spoken  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -270,10 +271,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         wav = scratch / "speech-5s.wav"
-        wav.write_bytes(containers.encode(containers.speech_like([(5.0, True)]), 16000, "wav"))
+        wav.write_bytes(containers.encode(spoken([(5.0, True)]), 16000, "wav"))
         mp3 = scratch / "speech-30s.mp3"
         pattern = [(4.0, True), (1.0, False)] * 6
-        mp3.write_bytes(containers.encode(containers.speech_like(pattern), 16000, "mp3"))
+        mp3.write_bytes(containers.encode(spoken(pattern), 16000, "mp3"))
         if args.capacity:
             capacity = _capacity(args, [wav, mp3], scratch)
             print(json.dumps(capacity, indent=2))

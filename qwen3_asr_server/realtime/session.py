@@ -30,7 +30,7 @@ from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..state import AppState
 from ..transcription.streaming import TranscriptStream
-from ..transcription.transcribe import Options
+from ..transcription.transcribe import Options, pieces
 from ..transcription.usage import Tokens
 from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
@@ -302,7 +302,7 @@ class Session:
         """A detector for the stream from position `start` on (after a commit or a clear)."""
         vad = self.config.turn_detection or ServerVad()
         return SpeechDetector(
-            self.state.speech_model,
+            self.state.speech_model(),
             threshold=vad.threshold,
             silence_ms=vad.silence_duration_ms,
             prefix_ms=vad.prefix_padding_ms,
@@ -323,7 +323,9 @@ class Session:
             logprobs=self.config.logprobs,
             candidates=self.config.candidates,
         )
-        stream = TranscriptStream(self.state.upstream, utterance.audio, options, self.request_id)
+        audio = utterance.audio
+        spans = await pieces(audio, options, self.state.speech_model, self.state.decoding)
+        stream = TranscriptStream(self.state.upstream, audio, spans, options, self.request_id)
         item_id = utterance.item_id
         logprobs: list[dict[str, Any]] = []
         try:

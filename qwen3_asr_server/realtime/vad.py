@@ -21,55 +21,13 @@ and a few counters; the model itself is loaded once per process (`SpeechModel`) 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
 
 from ..segmentation import MIN_SPEECH_SECONDS
-
-WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
-_CONTEXT = 64  # samples of the window before that the model sees with each window
-NEGATIVE_MARGIN = 0.15  # speech goes on until the probability falls this far below threshold
-_FULL_SCALE = 32768.0
-
-
-class SpeechModel:
-    """Silero VAD v5 (ONNX, `silero/`), one per process: sessions share the network and keep
-    their own recurrent state. One thread per inference, so that a session never takes more
-    than one core; ONNX Runtime releases the GIL while it runs."""
-
-    def __init__(self) -> None:
-        # ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
-        # under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's
-        # telemetry, unless this is set first. A self-hosted server sends nothing anywhere;
-        # an operator who wants it on can set the variable to 0.
-        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-        import onnxruntime  # here: processes that serve no Realtime VAD never load it
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        model = resources.files(__package__).joinpath("silero/silero_vad.onnx").read_bytes()
-        self._session = onnxruntime.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"]
-        )
-        self._rate = np.array(16_000, dtype=np.int64)
-
-    def probabilities(
-        self, windows: npt.NDArray[np.float32], state: npt.NDArray[np.float32]
-    ) -> tuple[list[float], npt.NDArray[np.float32]]:
-        """Speech probability of each row of `windows` (context + window, in order), and the
-        state after the last."""
-        probabilities = []
-        for window in windows:
-            output, state = self._session.run(
-                None, {"input": window[None], "state": state, "sr": self._rate}
-            )
-            probabilities.append(float(output[0, 0]))
-        return probabilities, state
+from ..speech import CONTEXT, FULL_SCALE, NEGATIVE_MARGIN, WINDOW, SpeechModel
 
 
 @dataclass(frozen=True)
@@ -122,8 +80,8 @@ class SpeechDetector:
         self._max = round(max_speech_ms * rate / 1000)
         if self._max < self._prefix + 2 * self._min_frames * self._frame:
             raise ValueError("max_speech_ms must exceed prefix_ms by at least 200 ms")
-        self._state = np.zeros((2, 1, 128), dtype=np.float32)
-        self._context = np.zeros(_CONTEXT, dtype=np.float32)
+        self._state = model.initial_state()
+        self._context = np.zeros(CONTEXT, dtype=np.float32)
         self._tail = np.zeros(0, dtype=np.int16)  # samples short of a whole window
         self._frames = 0  # whole windows judged so far
         self._run = 0  # speech windows in a row, while not speaking
@@ -169,14 +127,14 @@ class SpeechDetector:
         self._tail = audio[whole:].copy()
         if not whole:
             return []
-        scaled = np.concatenate([self._context, audio[:whole] / np.float32(_FULL_SCALE)])
+        scaled = np.concatenate([self._context, audio[:whole] / np.float32(FULL_SCALE)])
         scaled = scaled.astype(np.float32, copy=False)
         count = whole // self._frame
         # Row i: the context of window i (its last 64 samples before it), then the window.
-        rows = np.lib.stride_tricks.sliding_window_view(scaled, _CONTEXT + self._frame)
+        rows = np.lib.stride_tricks.sliding_window_view(scaled, CONTEXT + self._frame)
         windows = rows[:: self._frame][:count]
         probabilities, self._state = self._model.probabilities(windows, self._state)
-        self._context = scaled[-_CONTEXT:].copy()
+        self._context = scaled[-CONTEXT:].copy()
         events: list[VadEvent] = []
         for probability in probabilities:
             self._frames += 1

@@ -17,7 +17,7 @@ from ..middleware import access_log, body_limits
 from ..state import AppState, get_state
 from ..transcription import form, openapi, responses
 from ..transcription.streaming import TranscriptStream
-from ..transcription.transcribe import SUBTITLE_CHUNKING, Options, transcribe
+from ..transcription.transcribe import SUBTITLE_CHUNKING, Options, pieces, transcribe
 from .plain import PlainRoute
 
 MAX_FORM_FIELDS = 256  # keywords[] and languages[] are a field each
@@ -87,8 +87,9 @@ async def _transcribe(request: Request, *, translation: bool) -> Response:
         candidates=options.candidates,
         chunking=chunking,
     )
+    spans = await pieces(decoded, work, state.speech_model, state.decoding)
     if options.stream:
-        stream = TranscriptStream(state.upstream, decoded, work, request.state.request_id)
+        stream = TranscriptStream(state.upstream, decoded, spans, work, request.state.request_id)
         await stream.start()
         return StreamingResponse(
             _counted(state, stream, decoded.duration, request.state.request_id),
@@ -96,7 +97,7 @@ async def _transcribe(request: Request, *, translation: bool) -> Response:
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(stream.close),  # also when the stream never started
         )
-    transcript = await transcribe(state.upstream, decoded, work, request.state.request_id)
+    transcript = await transcribe(state.upstream, decoded, spans, work, request.state.request_id)
     state.metrics.transcribed(transcript.duration, transcript.tokens)
     if settings.log_transcripts:
         access_log.log_transcript(request.state.request_id, transcript.text)

@@ -58,6 +58,7 @@ async def realtime(websocket: WebSocket) -> None:
                 raise ClientGone from exc
 
     request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
+    await asyncio.to_thread(state.speech_model)  # the first session loads it: not on the loop
     session = Session(state, send, request_id, beta or BETA_PROTOCOL in offered)
     state.metrics.realtime_sessions.inc()
     try:

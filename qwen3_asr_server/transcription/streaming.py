@@ -23,7 +23,7 @@ from ..backend.upstream import EventStream, Upstream
 from ..cleaning import LogprobFilter, StreamCleaner, transcription_logprob
 from ..errors import APIError
 from ..segmentation import Span
-from .transcribe import Options, joiner, plan, request_body
+from .transcribe import Options, joiner, request_body
 from .usage import Tokens
 
 DELTA = "transcript.text.delta"
@@ -55,12 +55,19 @@ class TranscriptStream:
     request at once is still an HTTP error, not an error event in a 200 stream.
     """
 
-    def __init__(self, upstream: Upstream, audio: Audio, options: Options, request_id: str):
+    def __init__(
+        self,
+        upstream: Upstream,
+        audio: Audio,
+        spans: list[Span],
+        options: Options,
+        request_id: str,
+    ):
         self.upstream = upstream
         self.audio = audio
         self.options = options
         self.request_id = request_id
-        self.spans = plan(audio, options)
+        self.spans = spans
         self.queues: list[asyncio.Queue[_Item]] = [asyncio.Queue() for _ in self.spans]
         self.tasks: list[asyncio.Task[None]] = []
         self.closing = False

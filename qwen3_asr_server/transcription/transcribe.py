@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import math
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ from ..errors import APIError
 from ..languages import Language
 from ..segmentation import Chunking, Span
 from ..settings import Settings
+from ..speech import SpeechModel
 from .usage import Tokens
 
 T = TypeVar("T")
@@ -124,11 +125,30 @@ class _Piece:
     tokens: Tokens
 
 
-def plan(audio: Audio, options: Options) -> list[Span]:
-    """The pieces to send: the whole clip when that will do, else pieces cut at pauses."""
-    if options.chunking is None and not options.timed and audio.duration <= options.window:
-        return [] if segmentation.is_silent(audio.samples) else [Span(0, len(audio.samples))]
-    return segmentation.split(audio.samples, RATE, options.window, options.chunking)
+def whole(audio: Audio, options: Options) -> bool:
+    """Whether the clip goes upstream as it is, without looking for pauses."""
+    return options.chunking is None and not options.timed and audio.duration <= options.window
+
+
+def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> list[Span]:
+    """The pieces to send: the whole clip when that will do, else pieces cut at the pauses
+    Silero VAD hears (~2-5 ms of CPU per second of audio: not for the event loop)."""
+    samples = audio.samples
+    if whole(audio, options):
+        return [] if segmentation.is_silent(samples) else [Span(0, len(samples))]
+    probabilities = model().recording(samples)
+    return segmentation.split(probabilities, len(samples), options.window, options.chunking)
+
+
+async def pieces(
+    audio: Audio, options: Options, model: Callable[[], SpeechModel], slots: asyncio.Semaphore
+) -> list[Span]:
+    """`plan` from the event loop: in a thread, among the `slots` CPU-bound jobs (decoding),
+    when it listens for pauses."""
+    if whole(audio, options):
+        return plan(audio, options, model)
+    async with slots:
+        return await asyncio.to_thread(plan, audio, options, model)
 
 
 def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options) -> dict[str, Any]:
@@ -152,9 +172,8 @@ def joiner(language: str | None) -> str:
 
 
 async def transcribe(
-    upstream: Upstream, audio: Audio, options: Options, request_id: str
+    upstream: Upstream, audio: Audio, spans: list[Span], options: Options, request_id: str
 ) -> Transcript:
-    spans = plan(audio, options)
     slots = asyncio.Semaphore(options.concurrency)
 
     async def one(span: Span) -> _Piece:

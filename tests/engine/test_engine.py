@@ -21,8 +21,9 @@ from qwen3_asr_server.languages import resolve
 from qwen3_asr_server.prompt import language_prefix, sanitize_context
 from tests.engine.conftest import MODEL, Engine
 from tests.fixtures.audio import wav
-from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.containers import encode
 from tests.fixtures.process import alive, descendants
+from tests.fixtures.speech import spoken
 from tests.fixtures.tiny_model import EXPECTED_RAW, EXPECTED_TEXT
 
 pytestmark = pytest.mark.engine
@@ -185,7 +186,7 @@ def test_logprobs_are_vllms_for_the_text_tokens(engine: Engine) -> None:
 
 def test_long_recording_is_cut_at_pauses_and_stitched(engine: Engine) -> None:
     pattern = [(float(seconds), True) for seconds in (9, 12, 7, 14, 10, 11)]
-    recording = speech_like([piece for phrase in pattern for piece in (phrase, (1.0, False))])
+    recording = spoken([piece for phrase in pattern for piece in (phrase, (1.0, False))])
     data = encode(recording, 16000, "mp3")
     result = engine.sdk().audio.transcriptions.create(
         model=MODEL, file=("meeting.mp3", data), response_format="verbose_json"

@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import io
 import os
 import socket
 import sys
 import time
-import wave
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pytest
 
 from qwen3_asr_server.backend.admission import DEFAULT_LIMIT
 from tests.fixtures.audio import wav
 from tests.fixtures.process import REPO, ServerProcess, memory
+from tests.fixtures.speech import speech_wav
 
 MIB = 1 << 20
 BOUNDARY = "----qwen3asrmemoryboundary"
@@ -169,23 +167,18 @@ def _server(tmp_path: Path) -> Iterator[Server]:
     try:
         server.process.wait_for_health(200)
         assert server.transcribes()  # warm: imports done, a connection to the backend pooled
+        # the warm-up's client has hung up; a busy server may take a moment to see it
+        _settle(lambda: not server.connections()["clients"])
         yield server
     finally:
         server.open()  # nothing left waiting on the backend as the server stops
         server.process.stop()
 
 
-def _noise_wav(size: int) -> bytes:
-    """A 16 kHz mono WAV of `size` bytes: noise, no pause to cut at and nothing silent, so
-    the decoded audio is as large as the file and every piece of it goes upstream."""
-    samples = np.random.default_rng(7).integers(-8000, 8000, (size - 44) // 2, dtype=np.int16)
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(samples.tobytes())
-    return buffer.getvalue()
+def _talk_wav(size: int) -> bytes:
+    """A 16 kHz mono WAV of `size` bytes: talk without a silence, so the decoded audio is as
+    large as the file and every piece of it goes upstream."""
+    return speech_wav((size - 44) / 2 / 16000)
 
 
 def _connect(server: Server, declared: int) -> socket.socket:
@@ -206,7 +199,7 @@ def test_a_flood_of_full_size_uploads_stays_in_bounded_memory(tmp_path: Path) ->
     """32 uploads of 24 MiB at once, all decoded and waiting on the backend together: peak RSS
     grows by less than the README's bound; afterwards no temp file, descriptor or client
     connection is left, and a second flood reuses the memory the first one freed."""
-    body = _noise_wav(UPLOAD_BYTES)
+    body = _talk_wav(UPLOAD_BYTES)
     with _server(tmp_path) as server:
         url = f"{server.url}/v1/audio/transcriptions"
         idle, baseline, files = server.memory("VmRSS"), server.memory("VmHWM"), server.files()

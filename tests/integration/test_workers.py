@@ -16,7 +16,6 @@ import httpx
 import openai
 import pytest
 
-from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import (
     ServerProcess,
@@ -27,10 +26,11 @@ from tests.fixtures.process import (
     workers,
 )
 from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.speech import speech_wav
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
 
-SPEECH = wav(1.0)
+SPEECH = speech_wav(1.0)
 ACCESS = re.compile(r"INFO \[(\d+)\] qwen3_asr_server\.access: .* path=/v1/audio/transcriptions ")
 
 

@@ -15,12 +15,11 @@ import pytest
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.settings import Settings
-from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import speech_wav, spoken
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner, expected_bins
 
@@ -36,7 +35,7 @@ def run_tool(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 @pytest.fixture
 def clip(tmp_path: Path) -> str:
     path = tmp_path / "clip.wav"
-    path.write_bytes(wav(2.1))
+    path.write_bytes(speech_wav(2.1))
     return str(path)
 
 

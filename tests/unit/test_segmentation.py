@@ -1,3 +1,6 @@
+"""segmentation.split on Silero's speech probabilities (drawn here, one per 32 ms window), and
+is_silent on frame energy. Real speech through the model: tests/unit/test_speech.py."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,60 +12,54 @@ import pytest
 from qwen3_asr_server.segmentation import (
     FRAME_SECONDS,
     PAD_SECONDS,
+    Chunking,
     Span,
     is_silent,
     split,
 )
+from qwen3_asr_server.speech import RATE, WINDOW
 
-RATE = 16_000
-FRAME = round(FRAME_SECONDS * RATE)
 PAD = round(PAD_SECONDS * RATE)
+SPEECH, PAUSE = 0.95, 0.02  # what Silero says of clear speech and of silence
 
-Samples = npt.NDArray[np.int16]
-Bursts = list[tuple[int, int]]
-
-
-def noise(rng: np.random.Generator, seconds: float, dbfs: float) -> Samples:
-    """Gaussian noise at an RMS level in dBFS: a stand-in for speech or for room hiss."""
-    scale = 32768 * 10 ** (dbfs / 20)
-    values = rng.standard_normal(round(seconds * RATE)) * scale
-    return np.clip(values, -32768, 32767).astype(np.int16)
+Probabilities = npt.NDArray[np.float32]
+Bursts = list[tuple[int, int]]  # where speech lies, in samples
+Piece = tuple[float, float]  # seconds, the probability of every window in them
 
 
-def phrase(rng: np.random.Generator, seconds: float) -> Samples:
-    """Speech-like: -20 dBFS noise whose loudness swings with a syllable rhythm."""
-    t = np.arange(round(seconds * RATE)) / RATE
-    envelope = 0.3 + 0.7 * np.abs(np.sin(np.pi * 4 * t))
-    return (noise(rng, seconds, -20) * envelope).astype(np.int16)
+def windows(seconds: float) -> int:
+    return round(seconds * RATE / WINDOW)
 
 
-def silence(seconds: float) -> Samples:
-    return np.zeros(round(seconds * RATE), dtype=np.int16)
-
-
-def assemble(pieces: list[tuple[str, Samples]]) -> tuple[Samples, Bursts]:
-    """Join pieces; return the signal and where its speech pieces lie."""
+def assemble(pieces: list[Piece]) -> tuple[Probabilities, int, Bursts]:
+    """Probabilities for pieces of (seconds, probability), the recording's length in samples,
+    and where its speech pieces (probability >= 0.5) lie."""
+    values = np.concatenate([np.full(windows(s), p, dtype=np.float32) for s, p in pieces])
     bursts: Bursts = []
-    offset = 0
-    for kind, piece in pieces:
-        if kind == "speech":
-            bursts.append((offset, offset + len(piece)))
-        offset += len(piece)
-    return np.concatenate([piece for _, piece in pieces]), bursts
+    at = 0
+    for seconds, probability in pieces:
+        count = windows(seconds) * WINDOW
+        if probability >= 0.5:
+            bursts.append((at, at + count))
+        at += count
+    return values, len(values) * WINDOW, bursts
+
+
+def starts(pieces: list[Piece]) -> list[int]:
+    """Where each piece starts, in samples, and where the last ends."""
+    return [0, *itertools.accumulate(windows(seconds) * WINDOW for seconds, _ in pieces)]
 
 
 def conversation(
     seed: int, seconds: float, phrase_range: tuple[float, float]
-) -> tuple[Samples, Bursts]:
-    """Phrases separated by 0.5-1.5 s pauses, alternately digital silence and faint hiss."""
+) -> tuple[Probabilities, int, Bursts]:
+    """Phrases separated by 0.5-1.5 s pauses; speech a little unsure, pauses not quite zero."""
     rng = np.random.default_rng(seed)
-    pieces: list[tuple[str, Samples]] = [("pause", silence(0.4))]
+    pieces: list[Piece] = [(0.4, PAUSE)]
     total = 0.4
     while total < seconds:
-        length = float(rng.uniform(*phrase_range))
-        gap = float(rng.uniform(0.5, 1.5))
-        hush = silence(gap) if len(pieces) % 4 == 1 else noise(rng, gap, -60)
-        pieces += [("speech", phrase(rng, length)), ("pause", hush)]
+        length, gap = float(rng.uniform(*phrase_range)), float(rng.uniform(0.5, 1.5))
+        pieces += [(length, float(rng.uniform(0.7, 1.0))), (gap, float(rng.uniform(0, 0.3)))]
         total += length + gap
     return assemble(pieces)
 
@@ -88,15 +85,201 @@ def check_bursts(spans: list[Span], bursts: Bursts) -> None:
 
 
 def test_one_second_clip_is_one_padded_span() -> None:
-    rng = np.random.default_rng(1)
-    signal, [(start, end)] = assemble(
-        [("pause", silence(0.5)), ("speech", phrase(rng, 1.0)), ("pause", silence(0.5))]
-    )
-    [span] = split(signal, RATE)
-    assert start - PAD - FRAME <= span.start <= start - PAD + FRAME
-    assert end + PAD - FRAME <= span.end <= end + PAD + FRAME
+    values, n, [(start, end)] = assemble([(0.5, PAUSE), (1.0, SPEECH), (0.5, PAUSE)])
+    [span] = split(values, n)
+    assert span == Span(start - PAD, end + PAD)
     assert span.seconds(RATE) == (span.start / RATE, span.end / RATE)
-    assert not is_silent(signal)
+
+
+@pytest.mark.parametrize("level", [0.0, PAUSE, 0.3, 0.49])
+def test_nothing_at_threshold_gives_nothing(level: float) -> None:
+    values, n, _ = assemble([(90, level)])
+    assert split(values, n) == []
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_burst_shorter_than_speech_is_not_speech(count: int) -> None:
+    values, n, _ = assemble([(2, PAUSE), (count * WINDOW / RATE, SPEECH), (2, PAUSE)])
+    assert split(values, n) == []
+
+
+def test_speech_starts_at_threshold_and_trails_off_above_threshold_less_margin() -> None:
+    # 0.4 alone is never speech; after speech it is (a voice trailing off); 0.3 is a pause.
+    pieces = [(1, 0.4), (2, SPEECH), (1, 0.4), (1, 0.3), (2, SPEECH), (1, PAUSE), (1, 0.4)]
+    values, n, _ = assemble(pieces)
+    at = starts(pieces)
+    assert split(values, n, max_seconds=4) == [
+        Span(at[1] - PAD, at[3] + PAD),
+        Span(at[4] - PAD, at[5] + PAD),
+    ]
+
+
+def test_threshold_is_the_probability_speech_needs() -> None:
+    pieces = [(1, PAUSE), (3, 0.6), (1, PAUSE), (3, SPEECH), (1, PAUSE)]
+    values, n, _ = assemble(pieces)
+    assert len(split(values, n, chunking=Chunking.server_vad(threshold=0.5))) == 2
+    [loud] = split(values, n, chunking=Chunking.server_vad(threshold=0.8))
+    assert loud.start == starts(pieces)[3] - round(0.3 * RATE)
+    assert split(values, n, chunking=Chunking.server_vad(threshold=1.0)) == []
+    [everything] = split(values, n, chunking=Chunking.server_vad(threshold=0.0))
+    assert everything == Span(0, n)
+
+
+@pytest.mark.parametrize("seed", [10, 11, 12])
+def test_long_conversation_is_cut_in_pauses(seed: int) -> None:
+    values, n, bursts = conversation(seed, 150, (4, 12))
+    spans = split(values, n)
+    check_spans(spans, n, 30)
+    check_bursts(spans, bursts)
+    assert 5 <= len(spans) <= 10  # joined greedily: mostly 15-30 s each
+
+
+def test_max_seconds_is_honoured() -> None:
+    values, n, bursts = conversation(20, 60, (2, 5))
+    spans = split(values, n, max_seconds=10)
+    check_spans(spans, n, 10)
+    check_bursts(spans, bursts)
+    assert len(spans) >= 6
+
+
+def test_continuous_speech_is_cut_where_speech_is_least_sure() -> None:
+    values, n, _ = assemble([(70, SPEECH)])
+    dips = [(windows(22), windows(22.3)), (windows(45), windows(45.3))]
+    for start, end in dips:
+        values[start:end] = 0.6  # still speech, but the best place to cut
+        values[start + 3] = 0.55
+    spans = split(values, n)
+    check_spans(spans, n, 30)
+    assert spans[0].start == 0
+    assert spans[-1].end == n
+    assert len(spans) == 3
+    for (start, _), (left, right) in zip(dips, itertools.pairwise(spans), strict=True):
+        assert left.end == right.start  # nothing lost at a forced cut
+        assert left.end == (start + 3) * WINDOW
+
+
+def test_continuous_speech_with_small_max() -> None:
+    values, n, _ = assemble([(25, SPEECH)])
+    spans = split(values, n, max_seconds=10)
+    check_spans(spans, n, 10)
+    assert spans[0].start == 0
+    assert spans[-1].end == n
+    assert all(left.end == right.start for left, right in itertools.pairwise(spans))
+
+
+def test_short_pause_does_not_split_a_short_clip() -> None:
+    values, n, bursts = assemble([(0.3, PAUSE), (2, SPEECH), (0.2, PAUSE), (2, SPEECH)])
+    [span] = split(values, n)
+    assert span.start <= bursts[0][0]
+    assert span.end == n
+
+
+def test_breaths_are_not_pauses() -> None:
+    # Each window's later half holds only 200 ms breaths; its one real pause comes early.
+    # Were breaths pauses, the cut would land in one of them.
+    pieces: list[Piece] = [(0.5, PAUSE)]
+    for _ in range(4):
+        pieces += [(3, SPEECH), (0.8, PAUSE)]
+        for seconds in (3, 3, 2.5):
+            pieces += [(seconds, SPEECH), (0.2, 0.1)]
+        pieces[-1] = (0.8, PAUSE)
+    values, n, _ = assemble(pieces)
+    at = starts(pieces)
+    breaths = [(at[i], at[i + 1]) for i, (_, level) in enumerate(pieces) if level == 0.1]
+    spans = split(values, n, max_seconds=10)
+    check_spans(spans, n, 10)
+    for start, end in breaths:
+        assert all(not start <= edge <= end for span in spans for edge in (span.start, span.end))
+
+
+def test_long_silence_ends_a_span() -> None:
+    values, n, bursts = assemble([(5, SPEECH), (4, PAUSE), (5, SPEECH), (25, PAUSE)])
+    spans = split(values, n)
+    assert len(spans) == 2
+    check_bursts(spans, bursts)
+    assert spans[0].end == bursts[0][1] + PAD
+    assert spans[1].start == bursts[1][0] - PAD
+
+
+def test_every_pause_of_silence_duration_ends_a_piece() -> None:
+    """OpenAI's server_vad chunking: pieces end at each pause of `silence_duration_ms`, start
+    `prefix_padding_ms` before their speech, and still never outgrow the window."""
+    values, n, bursts = assemble(
+        [(1, PAUSE), (3, SPEECH), (0.6, PAUSE), (3, SPEECH), (0.4, PAUSE), (40, SPEECH)]
+    )
+    spans = split(values, n, chunking=Chunking.server_vad(silence_duration_ms=500))
+    check_spans(spans, n, 30)
+    assert len(spans) == 3  # the 0.4 s pause is bridged; the 43.4 s of speech is cut once
+    assert spans[0].start == bursts[0][0] - round(0.3 * RATE)
+    assert spans[1].end > bursts[2][0]
+    coarse = split(values, n, chunking=Chunking.server_vad(silence_duration_ms=1000))
+    check_spans(coarse, n, 30)
+    assert coarse[0].start == spans[0].start
+    assert coarse[0].end > bursts[1][1]  # no pause of 1 s: the first two sentences together
+
+
+def test_speech_touching_both_ends() -> None:
+    values, n, _ = assemble([(5, SPEECH)])
+    assert split(values, n) == [Span(0, n)]
+    values, n, _ = assemble([(3, SPEECH), (1, PAUSE), (30, SPEECH), (1, PAUSE), (20, SPEECH)])
+    spans = split(values, n)
+    check_spans(spans, n, 30)
+    assert spans[0].start == 0
+    assert spans[-1].end == n
+
+
+def test_a_partial_last_window_counts() -> None:
+    """The recording need not be a whole number of windows; spans never pass its end."""
+    values, n, _ = assemble([(1, PAUSE), (1, SPEECH)])
+    [span] = split(values, n - 100)
+    assert span.end == n - 100
+
+
+def test_tiny_inputs() -> None:
+    assert split(np.zeros(0, dtype=np.float32), 0) == []
+    assert split(np.full(1, SPEECH, dtype=np.float32), 80) == []  # shorter than speech
+
+
+def test_bad_arguments() -> None:
+    values, n, _ = assemble([(1, SPEECH)])
+    with pytest.raises(ValueError, match="positive"):
+        split(values, n, max_seconds=0)
+    with pytest.raises(ValueError, match="positive"):
+        split(values, n, max_seconds=float("inf"))
+    with pytest.raises(ValueError, match="one per window"):
+        split(values, n + WINDOW)
+    with pytest.raises(ValueError, match="one per window"):
+        split(values[None], n)
+    with pytest.raises(ValueError, match="window"):
+        split(values, n, max_seconds=0.01)
+
+
+def test_three_hours_split_without_trouble() -> None:
+    values = np.full(windows(3 * 3600), PAUSE, dtype=np.float32)
+    bursts = []
+    for minute in range(0, 180, 20):
+        start = windows(minute * 60)
+        values[start : start + windows(4)] = SPEECH
+        bursts.append((start * WINDOW, (start + windows(4)) * WINDOW))
+    spans = split(values, len(values) * WINDOW)
+    assert len(spans) == len(bursts)
+    check_bursts(spans, bursts)
+
+
+# --- is_silent: frame energy against an absolute floor ----------------------------------
+
+FRAME = round(FRAME_SECONDS * RATE)
+Samples = npt.NDArray[np.int16]
+
+
+def noise(rng: np.random.Generator, seconds: float, dbfs: float) -> Samples:
+    scale = 32768 * 10 ** (dbfs / 20)
+    values = rng.standard_normal(round(seconds * RATE)) * scale
+    return np.clip(values, -32768, 32767).astype(np.int16)
+
+
+def silence(seconds: float) -> Samples:
+    return np.zeros(round(seconds * RATE), dtype=np.int16)
 
 
 @pytest.mark.parametrize(
@@ -106,19 +289,19 @@ def test_one_second_clip_is_one_padded_span() -> None:
         noise(np.random.default_rng(2), 5, -60),
         noise(np.random.default_rng(3), 90, -62),
         np.concatenate([silence(40), noise(np.random.default_rng(4), 40, -60)]),
+        np.concatenate([silence(2), noise(np.random.default_rng(5), 0.05, -10), silence(2)]),
+        np.zeros(0, dtype=np.int16),
+        noise(np.random.default_rng(60), 0.005, -10),
     ],
-    ids=["digital", "hiss", "long-hiss", "silence-then-hiss"],
+    ids=["digital", "hiss", "long-hiss", "silence-then-hiss", "click", "empty", "tiny"],
 )
-def test_silence_and_faint_noise_give_nothing(signal: Samples) -> None:
-    assert split(signal, RATE) == []
+def test_silence_faint_noise_and_clicks_are_silent(signal: Samples) -> None:
     assert is_silent(signal)
 
 
-def test_lone_click_is_not_speech() -> None:
-    rng = np.random.default_rng(5)
-    signal = np.concatenate([silence(2), noise(rng, 0.05, -10), silence(2)])
-    assert split(signal, RATE) == []
-    assert is_silent(signal)
+@pytest.mark.parametrize("dbfs", [-50, -30, -10])
+def test_anything_above_the_floor_is_worth_sending(dbfs: float) -> None:
+    assert not is_silent(np.concatenate([silence(3), noise(np.random.default_rng(7), 1, dbfs)]))
 
 
 def test_loud_frames_count_together_wherever_they_fall() -> None:
@@ -130,180 +313,3 @@ def test_loud_frames_count_together_wherever_they_fall() -> None:
     assert is_silent(one_side)
     astride = np.concatenate([silence(0.94), burst, silence(1), burst, silence(2)])
     assert not is_silent(astride)  # 3 in the first second, 3 more in the third
-    assert split(astride, RATE) == []  # still not speech to cut: two clicks
-
-
-@pytest.mark.parametrize("seed", [10, 11, 12])
-def test_long_conversation_is_cut_in_pauses(seed: int) -> None:
-    signal, bursts = conversation(seed, 150, (4, 12))
-    spans = split(signal, RATE)
-    check_spans(spans, len(signal), 30)
-    check_bursts(spans, bursts)
-    assert 5 <= len(spans) <= 10  # joined greedily: mostly 15-30 s each
-
-
-def test_max_seconds_is_honoured() -> None:
-    signal, bursts = conversation(20, 60, (2, 5))
-    spans = split(signal, RATE, max_seconds=10)
-    check_spans(spans, len(signal), 10)
-    check_bursts(spans, bursts)
-    assert len(spans) >= 6
-
-
-def test_continuous_speech_is_cut_at_its_quietest() -> None:
-    rng = np.random.default_rng(30)
-    signal = noise(rng, 70, -20)
-    dips = [(22 * RATE, round(22.3 * RATE)), (45 * RATE, round(45.3 * RATE))]
-    for start, end in dips:
-        signal[start:end] //= 2  # 6 dB quieter: still speech, but the best place to cut
-    spans = split(signal, RATE)
-    check_spans(spans, len(signal), 30)
-    assert spans[0].start == 0
-    assert spans[-1].end == len(signal)
-    assert len(spans) == 3
-    for (start, end), (left, right) in zip(dips, itertools.pairwise(spans), strict=True):
-        assert left.end == right.start  # nothing lost at a forced cut
-        assert start <= left.end <= end
-
-
-def test_continuous_speech_with_small_max() -> None:
-    signal = noise(np.random.default_rng(31), 25, -20)
-    spans = split(signal, RATE, max_seconds=10)
-    check_spans(spans, len(signal), 10)
-    assert spans[0].start == 0
-    assert spans[-1].end == len(signal)
-    assert all(left.end == right.start for left, right in itertools.pairwise(spans))
-
-
-def test_short_pause_does_not_split_a_short_clip() -> None:
-    rng = np.random.default_rng(40)
-    signal, bursts = assemble(
-        [
-            ("pause", silence(0.3)),
-            ("speech", phrase(rng, 2)),
-            ("pause", silence(0.2)),
-            ("speech", phrase(rng, 2)),
-            ("pause", silence(0.3)),
-        ]
-    )
-    [span] = split(signal, RATE)
-    assert span.start <= bursts[0][0]
-    assert span.end >= bursts[1][1]
-
-
-def test_breaths_are_not_pauses() -> None:
-    # Each window's later half holds only 200 ms breaths; its one real pause comes early.
-    # Were breaths pauses, the cut would land in one of them.
-    rng = np.random.default_rng(41)
-    pieces: list[tuple[str, Samples]] = [("pause", silence(0.5))]
-    for _ in range(4):
-        pieces += [("speech", phrase(rng, 3)), ("pause", noise(rng, 0.8, -60))]
-        for seconds in (3, 3, 2.5):
-            pieces += [("speech", phrase(rng, seconds)), ("breath", silence(0.2))]
-        pieces[-1] = ("pause", silence(0.8))
-    signal, _ = assemble(pieces)
-    breaths, offset = [], 0
-    for kind, piece in pieces:
-        if kind == "breath":
-            breaths.append((offset, offset + len(piece)))
-        offset += len(piece)
-    spans = split(signal, RATE, max_seconds=10)
-    check_spans(spans, len(signal), 10)
-    for start, end in breaths:
-        assert all(not start <= edge <= end for span in spans for edge in (span.start, span.end))
-
-
-def test_quiet_speaker_beside_a_loud_one_is_kept() -> None:
-    rng = np.random.default_rng(43)
-    signal, bursts = assemble(
-        [
-            ("pause", silence(1)),
-            ("speech", noise(rng, 20, -12)),
-            ("pause", silence(1)),
-            ("speech", noise(rng, 8, -36)),  # 24 dB quieter
-            ("pause", silence(1)),
-            ("speech", noise(rng, 20, -12)),
-            ("pause", silence(1)),
-        ]
-    )
-    spans = split(signal, RATE)
-    check_spans(spans, len(signal), 30)
-    check_bursts(spans, bursts)
-
-
-def test_noisy_room_is_still_cut_in_pauses() -> None:
-    # Hiss at -40 dBFS sits above the floor, so pauses count as speech; the forced cut at
-    # the quietest frame must still find them.
-    rng = np.random.default_rng(44)
-    pieces: list[tuple[str, Samples]] = [("pause", noise(rng, 0.5, -40))]
-    while sum(len(piece) for _, piece in pieces) < 90 * RATE:
-        length, gap = float(rng.uniform(4, 10)), float(rng.uniform(0.5, 1.2))
-        pieces += [("speech", phrase(rng, length)), ("pause", noise(rng, gap, -40))]
-    signal, bursts = assemble(pieces)
-    spans = split(signal, RATE)
-    check_spans(spans, len(signal), 30)
-    check_bursts(spans, bursts)
-
-
-def test_long_silence_ends_a_span() -> None:
-    rng = np.random.default_rng(42)
-    signal, bursts = assemble(
-        [
-            ("speech", phrase(rng, 5)),
-            ("pause", silence(4)),
-            ("speech", phrase(rng, 5)),
-            ("pause", silence(25)),
-        ]
-    )
-    spans = split(signal, RATE)
-    assert len(spans) == 2
-    check_bursts(spans, bursts)
-    assert spans[0].end == bursts[0][1] + PAD
-    assert spans[1].start == bursts[1][0] - PAD
-
-
-def test_speech_touching_both_ends() -> None:
-    rng = np.random.default_rng(50)
-    clip = phrase(rng, 5)
-    assert split(clip, RATE) == [Span(0, len(clip))]
-    signal, _ = conversation(51, 50, (4, 8))
-    signal = np.concatenate([phrase(rng, 3), signal[round(0.4 * RATE) :], phrase(rng, 3)])
-    spans = split(signal, RATE)
-    check_spans(spans, len(signal), 30)
-    assert spans[0].start == 0
-    assert spans[-1].end == len(signal)
-
-
-def test_tiny_inputs() -> None:
-    assert split(np.zeros(0, dtype=np.int16), RATE) == []
-    assert is_silent(np.zeros(0, dtype=np.int16))
-    loud = noise(np.random.default_rng(60), 0.005, -10)
-    assert len(loud) < FRAME
-    assert split(loud, RATE) == []
-    assert is_silent(loud)
-
-
-def test_bad_arguments() -> None:
-    clip = silence(1)
-    with pytest.raises(ValueError, match="positive"):
-        split(clip, RATE, max_seconds=0)
-    with pytest.raises(ValueError, match="positive"):
-        split(clip, RATE, max_seconds=float("inf"))
-    with pytest.raises(ValueError, match="one-dimensional"):
-        split(np.zeros((2, 100), dtype=np.int16), RATE)
-    with pytest.raises(ValueError, match="frame"):
-        split(clip, RATE, max_seconds=0.01)
-
-
-def test_three_hours_split_without_trouble() -> None:
-    rng = np.random.default_rng(70)
-    signal = np.zeros(3 * 3600 * RATE, dtype=np.int16)
-    bursts = []
-    for minute in range(0, 180, 20):
-        start = minute * 60 * RATE
-        signal[start : start + 4 * RATE] = phrase(rng, 4)
-        bursts.append((start, start + 4 * RATE))
-    spans = split(signal, RATE)
-    assert len(spans) == len(bursts)
-    check_bursts(spans, bursts)
-    assert not is_silent(signal)

@@ -15,10 +15,10 @@ import pytest
 
 from qwen3_asr_server.alignment import CHAT_TEMPLATE
 from qwen3_asr_server.backend.launch import ALIGNER_ARCHITECTURE
-from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, gone, install_launcher
+from tests.fixtures.speech import speech_wav
 
-SPEECH = wav(2.0)
+SPEECH = speech_wav(2.0)
 ALIGNER = "org/aligner"
 READY = {"status": "ok", "backend": "vllm", "device": "cuda", "restarts": 0}
 

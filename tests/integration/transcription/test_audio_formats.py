@@ -16,18 +16,19 @@ import pytest
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.subtitles import timestamp
 from tests.fixtures.audio import wav
-from tests.fixtures.containers import CONTAINERS, encode, speech_like
+from tests.fixtures.containers import CONTAINERS, encode
 from tests.fixtures.harness import MODEL, Harness, app_before, start_harness
 from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
 
-GREETING = speech_like([(0.3, False), (1.5, True), (0.3, False)], rate=44100, channels=2)
+GREETING = spoken([(0.3, False), (1.5, True), (0.3, False)], rate=44100, channels=2)
 # 150 s: phrases of 4-12 s between pauses of 0.5-1.5 s
 _rng = np.random.default_rng(7)
 MEETING_PATTERN: list[tuple[float, bool]] = []
 while sum(seconds for seconds, _ in MEETING_PATTERN) < 150:
     MEETING_PATTERN += [(float(_rng.uniform(4, 12)), True), (float(_rng.uniform(0.5, 1.5)), False)]
-MEETING = encode(speech_like(MEETING_PATTERN), 16000, "mp3")
+MEETING = encode(spoken(MEETING_PATTERN), 16000, "mp3")
 MEETING_SECONDS = sum(seconds for seconds, _ in MEETING_PATTERN)
 HEARD = re.compile(r"Heard (\d+\.\d\d) s\.")
 
@@ -79,7 +80,7 @@ async def test_the_sdk_gets_every_format_for_every_container(harness, container:
 
 
 async def test_short_clip_for_text_is_one_request_of_the_whole_clip(harness: Harness) -> None:
-    clip = speech_like([(8, True), (1, False), (8, True), (1, False), (8, True)])
+    clip = spoken([(8, True), (1, False), (8, True), (1, False), (8, True)])
     result = await harness.sdk.audio.transcriptions.create(
         model=MODEL, file=("clip.webm", encode(clip, 16000, "webm"))
     )
@@ -196,7 +197,7 @@ async def test_subtitles_of_long_speech_with_few_pauses_stay_readable() -> None:
     """70 s of speech with two pauses: without an aligner the cues used to be one per
     piece, 20-25 s each; now none is over 7 s or two lines of 42 columns."""
     pattern = [(23.0, True), (1.0, False), (22.0, True), (1.0, False), (23.0, True)]
-    talk = encode(speech_like(pattern), 16000, "mp3")
+    talk = encode(spoken(pattern), 16000, "mp3")
     async with app_before(StandIn(MODEL, text=LECTURE)) as h:
         srt = await h.sdk.audio.transcriptions.create(
             model=MODEL, file=("talk.mp3", talk), response_format="srt"
@@ -305,11 +306,11 @@ def _two_hours_of_mp3() -> tuple[bytes, float]:
     """120 copies of one minute of bare MP3 frames: a valid 2-hour stream, under 25 MB."""
     rng = np.random.default_rng(3)
     pattern: list[tuple[float, bool]] = []
-    while (spoken := sum(seconds for seconds, _ in pattern)) < 55:
+    while (planned := sum(seconds for seconds, _ in pattern)) < 55:
         pattern += [(float(rng.uniform(4, 12)), True), (float(rng.uniform(0.5, 1.5)), False)]
-    if spoken < 60:
-        pattern.append((60 - spoken, False))
-    minute = encode(speech_like(pattern), 16000, "mpeg")
+    if planned < 60:
+        pattern.append((60 - planned, False))
+    minute = encode(spoken(pattern), 16000, "mpeg")
     return minute * 120, 120 * sum(seconds for seconds, _ in pattern)
 
 

@@ -15,15 +15,16 @@ import pytest
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.audio import wav
-from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
 
 CLIP = wav(3.0)
 # 70 s of phrases and pauses: several pieces, streamed concurrently
 PHRASES = (9.0, 12.0, 7.0, 14.0, 10.0, 11.0)
-LONG = encode(speech_like([p for s in PHRASES for p in ((s, True), (1.0, False))]), 16000, "mp3")
+LONG = encode(spoken([p for s in PHRASES for p in ((s, True), (1.0, False))]), 16000, "mp3")
 
 
 async def _events(harness: Harness, **form: str) -> list[dict[str, Any]]:
@@ -179,7 +180,7 @@ def test_a_client_that_leaves_cancels_the_upstream_request(route: str) -> None:
 
 async def test_a_ten_minute_file_streams_whole_and_in_order() -> None:
     minute = encode(
-        speech_like([p for s in PHRASES[:5] for p in ((s, True), (1.0, False))]), 16000, "mpeg"
+        spoken([p for s in PHRASES[:5] for p in ((s, True), (1.0, False))]), 16000, "mpeg"
     )
     async with app_before(StandIn(MODEL, describe=True)) as harness:
         stream = await harness.sdk.audio.transcriptions.create(

@@ -10,9 +10,10 @@ import pytest
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.subtitles import timestamp
-from tests.fixtures.containers import encode, speech_like
+from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, app_before, ready
 from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner, expected_bins
 
@@ -51,10 +52,10 @@ def _words_of(start: float, seconds: float, units: list[str]) -> list[dict[str, 
 async def test_words_are_timed_by_the_aligner_within_each_segment(
     aligned: Harness, aligner: tuple[StandInAligner, str]
 ) -> None:
-    # 63 s in three phrases: cut at the pauses into segments of at most 30 s, each aligned in
-    # a pass of its own
-    pattern = [(0.5, False), (20.0, True), (2.0, False), (20.0, True), (2.0, False), (18.0, True)]
-    clip = encode(speech_like(pattern), 16000, "wav")
+    # 61.5 s in three phrases: cut at the pauses into segments of at most 30 s, each aligned
+    # in a pass of its own (each of its own length, so that the answers tell them apart)
+    pattern = [(0.5, False), (20.0, True), (2.0, False), (19.0, True), (2.0, False), (18.0, True)]
+    clip = encode(spoken(pattern), 16000, "wav")
     response = await aligned.http.post(
         "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
     )
@@ -80,7 +81,7 @@ async def test_words_are_timed_by_the_aligner_within_each_segment(
 
 async def test_only_words_leaves_the_segments_out(aligned: Harness) -> None:
     data = {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
-    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    clip = encode(spoken([(2.0, True)]), 16000, "wav")
     response = await aligned.http.post(
         "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=data
     )
@@ -90,7 +91,7 @@ async def test_only_words_leaves_the_segments_out(aligned: Harness) -> None:
 
 
 async def test_the_sdk_gets_words_and_segments(aligned: Harness) -> None:
-    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    clip = encode(spoken([(2.0, True)]), 16000, "wav")
     result = await aligned.sdk.audio.transcriptions.create(
         model="whisper-1",
         file=("a.wav", clip),
@@ -106,7 +107,7 @@ async def test_the_sdk_gets_words_and_segments(aligned: Harness) -> None:
 
 async def test_an_aligner_that_is_down_is_a_503() -> None:
     async with app_before(StandIn(MODEL), aligner_url=f"http://127.0.0.1:{free_port()}") as harness:
-        clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+        clip = encode(spoken([(1.0, True)]), 16000, "wav")
         response = await harness.http.post(
             "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
         )
@@ -124,7 +125,7 @@ async def test_an_aligner_that_is_down_is_a_503() -> None:
 async def test_without_an_aligner_word_timestamps_are_a_400_that_says_how(
     harness: Harness,
 ) -> None:
-    clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+    clip = encode(spoken([(1.0, True)]), 16000, "wav")
     response = await harness.http.post(
         "/v1/audio/transcriptions", files={"file": ("a.wav", clip)}, data=WORD_AND_SEGMENT
     )
@@ -135,7 +136,7 @@ async def test_without_an_aligner_word_timestamps_are_a_400_that_says_how(
 
 
 async def test_a_forced_language_the_aligner_does_not_know_is_a_400(aligned: Harness) -> None:
-    clip = encode(speech_like([(1.0, True)]), 16000, "wav")
+    clip = encode(spoken([(1.0, True)]), 16000, "wav")
     response = await aligned.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("a.wav", clip)},
@@ -162,7 +163,7 @@ async def test_with_an_aligner_subtitles_are_cut_at_sentence_ends_with_word_time
     try:
         async with app_before(StandIn(MODEL, text=text), aligner_url=server.url) as harness:
             await ready(harness.app.state.asr.aligner.supervisor)
-            clip = encode(speech_like([(3.0, True)]), 16000, "wav")
+            clip = encode(spoken([(3.0, True)]), 16000, "wav")
             answers = {}
             for response_format in ("srt", "vtt", "verbose_json"):
                 response = await harness.http.post(
@@ -196,7 +197,7 @@ async def test_with_an_aligner_subtitles_are_cut_at_sentence_ends_with_word_time
 async def test_subtitles_in_a_language_the_aligner_does_not_know_keep_segment_cues(
     aligned: Harness, aligner: tuple[StandInAligner, str]
 ) -> None:
-    clip = encode(speech_like([(2.0, True)]), 16000, "wav")
+    clip = encode(spoken([(2.0, True)]), 16000, "wav")
     response = await aligned.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("a.wav", clip)},

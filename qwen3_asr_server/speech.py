@@ -1,0 +1,122 @@
+"""Silero VAD: the probability that each 32 ms window of 16 kHz audio holds speech.
+
+One neural network serves both places the server looks for pauses: Realtime turn detection
+(`realtime/vad`, window by window as the audio arrives) and the cuts in long uploads
+(`segmentation`, a whole recording at once). Frame energy against a level, which both used
+before, heard noise at 20 dB SNR as endless speech and put a quarter of its cuts inside
+sentences there; Silero finds the pauses clean and in noise down to 5 dB SNR (see the README).
+
+A whole recording is judged as many streams side by side: it is cut into chunks that run as
+one batch through the network, each chunk primed with the second of audio before it. ONNX
+Runtime spends about half as much CPU per window in a batch of 64 as one window at a time,
+and the probabilities differ from one long stream's only where the network is in two minds
+anyway (near the threshold, around 1% of windows).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from importlib import resources
+
+import numpy as np
+import numpy.typing as npt
+
+RATE = 16_000
+WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
+CONTEXT = 64  # samples of the window before that the model sees with each window
+NEGATIVE_MARGIN = 0.15  # speech goes on until the probability falls this far below threshold
+MAX_BATCH = 64  # streams judged side by side; more gains little (~67 against ~72 us a window)
+MIN_CHUNK = 256  # windows (8 s) per stream at least, so that priming stays a small cost
+PRIMING = 32  # windows (1 s) each stream hears before its chunk, their answers dropped
+FULL_SCALE = 32768.0
+
+Probabilities = npt.NDArray[np.float32]
+State = npt.NDArray[np.float32]
+
+
+class SpeechModel:
+    """Silero VAD v5 (ONNX, `silero/`), one per process: every Realtime session and upload
+    shares the network and keeps its own recurrent state. One thread per inference, so that
+    one caller never takes more than a core; ONNX Runtime releases the GIL while it runs, and
+    one session may be run from several threads at once."""
+
+    def __init__(self) -> None:
+        # ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
+        # under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's
+        # telemetry, unless this is set first. A self-hosted server sends nothing anywhere;
+        # an operator who wants it on can set the variable to 0.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        import onnxruntime  # here: processes that never look for speech never load it
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        model = resources.files(__package__).joinpath("silero/silero_vad.onnx").read_bytes()
+        self._session = onnxruntime.InferenceSession(
+            model, options, providers=["CPUExecutionProvider"]
+        )
+        self._rate = np.array(RATE, dtype=np.int64)
+
+    @staticmethod
+    def initial_state(streams: int = 1) -> State:
+        return np.zeros((2, streams, 128), dtype=np.float32)
+
+    def step(self, windows: npt.NDArray[np.float32], state: State) -> tuple[Probabilities, State]:
+        """One window of each stream (rows: context + window, scaled to -1..1) and the
+        streams' state; their speech probabilities and the state after."""
+        output, state = self._session.run(
+            None, {"input": windows, "state": state, "sr": self._rate}
+        )
+        return output[:, 0], state
+
+    def probabilities(
+        self, windows: npt.NDArray[np.float32], state: State
+    ) -> tuple[list[float], State]:
+        """Speech probability of each row of `windows` (context + window, in order) of one
+        stream, and the state after the last."""
+        probabilities = []
+        for window in windows:
+            output, state = self.step(window[None], state)
+            probabilities.append(float(output[0]))
+        return probabilities, state
+
+    def recording(self, samples: npt.NDArray[np.int16]) -> Probabilities:
+        """The speech probability of every window of a whole 16 kHz recording, the last one
+        padded with silence: `ceil(len(samples) / WINDOW)` values."""
+        windows = -(-len(samples) // WINDOW)
+        if not windows:
+            return np.zeros(0, dtype=np.float32)
+        streams = max(1, min(MAX_BATCH, windows // MIN_CHUNK))
+        length = -(-windows // streams)
+        priming = PRIMING if streams > 1 else 0
+        # Each row: one stream's next window with its context; silence outside the audio.
+        # Gathered step by step, so that the recording is never copied whole.
+        offsets = np.arange(-CONTEXT, WINDOW)
+        firsts = (np.arange(streams) * length - priming) * WINDOW
+        state = self.initial_state(streams)
+        found = np.empty((length, streams), dtype=np.float32)
+        for step in range(priming + length):
+            at = (firsts + step * WINDOW)[:, None] + offsets
+            inside = (at >= 0) & (at < len(samples))
+            batch = np.where(inside, samples[np.clip(at, 0, len(samples) - 1)], 0)
+            output, state = self.step(batch.astype(np.float32) / np.float32(FULL_SCALE), state)
+            if step >= priming:
+                found[step - priming] = output
+        return found.T.reshape(-1)[:windows]
+
+
+class SharedModel:
+    """The process's one `SpeechModel`, loaded by whichever caller needs it first (0.2 s and
+    65 MiB, ONNX Runtime included), from any thread; servers that never look for speech never
+    pay for it."""
+
+    def __init__(self) -> None:
+        self._model: SpeechModel | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> SpeechModel:
+        with self._lock:
+            if self._model is None:
+                self._model = SpeechModel()
+            return self._model
