@@ -22,7 +22,11 @@ Comparison (--compare URL2): the same workload against a second OpenAI-compatibl
 hits both alike. It prints B/A ratios of p50 latency, requests/s and time to first delta, and
 the added median ms (A p50 - B p50): the proxy's overhead when A is the proxy and B its vLLM.
 
---synthetic 5,30 makes speech-like 16 kHz mono WAVs of those lengths (numpy if installed).
+--synthetic 5,30 makes speech-like 16 kHz mono WAVs of those lengths (numpy if installed):
+tone bursts, which an energy VAD takes for speech but a neural one mostly does not.
+qwen3-asr-server sends a short json/text clip whole, but cuts longer audio (over 30 s) at the
+pauses Silero VAD hears, which hears speech in only a few percent of these: measure long
+audio with real recordings.
 --json OUT writes every figure and the environment; --plot OUT.png draws latency and
 requests/s against concurrency (needs matplotlib). rich, when installed, draws the tables and
 a progress bar; PyAV or soundfile read the files' lengths (without them, only WAV's).
@@ -63,6 +67,7 @@ except ImportError:  # the one dependency this script cannot do without
 PROG = "benchmark.py"
 RATE = 16_000
 AMPLITUDE = 0.3 * 32767
+SHORT_CLIP_SECONDS = 30.0  # what qwen3-asr-server sends whole, without looking for speech
 
 
 @dataclass
@@ -672,6 +677,13 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[Clip], 
             parser.error(f"not an http(s) URL: {url}")
     clips = [Clip(f"synthetic-{s:g}s.wav", synthetic_wav(s), round(s * RATE) / RATE)
              for s in args.synthetic]  # fmt: skip
+    if any(seconds > SHORT_CLIP_SECONDS for seconds in args.synthetic):
+        print(
+            f"note: synthetic clips over {SHORT_CLIP_SECONDS:g} s are tone bursts, which a "
+            "server that cuts long audio at the pauses a neural VAD hears (qwen3-asr-server) "
+            "mostly drops as no speech: use real recordings for long audio",
+            file=sys.stderr,
+        )
     for name in args.files:
         try:
             data = Path(name).read_bytes()

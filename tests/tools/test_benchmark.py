@@ -66,6 +66,16 @@ def test_a_synthetic_run_prints_the_figures_and_counts_warm_up_and_runs(
     assert len(live_server.standin.requests) == 1 + 3
     assert all(r["audio"]["seconds"] == pytest.approx(2.0) for r in live_server.standin.requests)
     assert all(r["model"] == MODEL for r in live_server.standin.requests)  # whisper-1, mapped
+    assert "note:" not in result.stderr
+
+
+def test_long_synthetic_clips_come_with_a_note_that_a_neural_vad_hears_little_of_them(
+    live_server: LiveServer,
+) -> None:
+    result = bench("--url", live_server.url, "--synthetic", "31", "--runs", "1")
+    assert result.returncode == 0, result.stderr
+    assert "note: synthetic clips over 30 s are tone bursts" in result.stderr
+    assert "use real recordings for long audio" in result.stderr
 
 
 def test_json_holds_every_figure_and_the_environment(
