@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 
 from qwen3_asr_server.subtitles import timestamp
 from tests.engine.conftest import Engine, start_engine
-from tests.fixtures.audio import wav
+from tests.fixtures.speech import speech_wav
 from tests.fixtures.tiny_aligner import (
     BIN_STEP,
     CLASSIFY_NUM,
@@ -39,7 +39,7 @@ from tests.fixtures.tiny_model import AUDIO_END, AUDIO_PAD, AUDIO_START, EXPECTE
 pytestmark = pytest.mark.engine
 
 WORDS = ("Hello", "world", "again")
-CLIP = wav(3.0)
+CLIP = speech_wav(3.0)
 
 
 @pytest.fixture(scope="module")

@@ -20,15 +20,14 @@ from tokenizers import Tokenizer
 from qwen3_asr_server.languages import resolve
 from qwen3_asr_server.prompt import language_prefix, sanitize_context
 from tests.engine.conftest import MODEL, Engine
-from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode
 from tests.fixtures.process import alive, descendants
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import speech_wav, spoken
 from tests.fixtures.tiny_model import EXPECTED_RAW, EXPECTED_TEXT
 
 pytestmark = pytest.mark.engine
 
-CLIP = wav(5.0)
+CLIP = speech_wav(5.0)
 
 
 def _tokens(engine: Engine, text: str) -> int:
