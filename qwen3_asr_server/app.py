@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, errors
+from . import __version__, alignment, errors, ui
 from .backend import launch, roles
 from .backend.admission import Admission, Slots, limit_of
 from .backend.aligner import Aligner
@@ -133,6 +133,8 @@ def create_app(
     app.state.asr = state
     errors.install(app)
     app.router.routes.extend(audio.routes)
+    if settings.ui:
+        app.router.routes.extend(ui.routes())
     for module in (chat, models, health, realtime):
         app.include_router(module.router)
     # Added last is outermost: metrics see every answer, each carries its request id; the

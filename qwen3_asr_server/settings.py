@@ -184,6 +184,10 @@ class Settings(BaseSettings):
         description="Let chat requests carry http(s) audio_url parts, which vLLM fetches "
         "(off: only data: URLs and input_audio, against server-side request forgery).",
     )
+    ui: bool = Field(
+        True,
+        description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
+    )
     log_transcripts: bool = Field(
         False, description="Log the text of transcripts (off: only ids, sizes and timings)."
     )

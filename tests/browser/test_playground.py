@@ -1,0 +1,268 @@
+"""The playground at / in headless Chromium, against the server in front of the stand-in vLLM:
+what a person sees and gets, checked against what the API answers for the same input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from selenium.webdriver.common.keys import Keys
+
+from tests.fixtures.audio import pcm_wav
+from tests.fixtures.browser import Browser, available
+from tests.fixtures.containers import encode
+from tests.fixtures.harness import MODEL, LiveServer
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.speech import RATE, sentence, speech_wav, spoken
+from tests.fixtures.standin import StandIn
+from tests.fixtures.standin_aligner import StandInAligner
+
+pytestmark = pytest.mark.browser
+
+# 48 s: three phrases, the last longer than the model's window
+TALK = encode(
+    spoken([(0.5, False), (6, True), (1, False), (5, True), (1, False), (35, True), (0.5, False)]),
+    16000,
+    "wav",
+)
+KEY = "sesame"
+
+
+def clock(seconds: float) -> str:
+    """The page's way of writing a time: minutes:seconds to a tenth."""
+    minutes = int(seconds // 60)
+    return f"{minutes}:{seconds - minutes * 60:04.1f}"
+
+
+def two_sentences_then_quiet() -> bytes:
+    """The fake microphone's sound (looped by Chromium): sentence 1, a 1.5 s pause,
+    sentence 2, 2.5 s of silence; 16 kHz 16-bit mono at about -20 dBFS."""
+    parts = [np.zeros(RATE // 2), sentence(1), np.zeros(RATE * 3 // 2), sentence(2)]
+    signal = np.concatenate([*parts, np.zeros(RATE * 5 // 2)])
+    signal *= 0.1 / np.sqrt(np.mean(signal[signal != 0] ** 2))
+    return pcm_wav(np.round(signal * 32767).astype("<i2").tobytes(), rate=RATE)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    assert available(), "Chromium and chromedriver are needed: bash scripts/test.sh installs them"
+    folder = tmp_path_factory.mktemp("browser")
+    microphone = folder / "microphone.wav"
+    microphone.write_bytes(two_sentences_then_quiet())
+    downloads = folder / "downloads"
+    downloads.mkdir()
+    chromium = Browser(downloads, microphone)
+    yield chromium
+    chromium.quit()
+
+
+@pytest.fixture(scope="module")
+def talk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("files") / "talk.wav"
+    path.write_bytes(TALK)
+    return path
+
+
+@pytest.fixture
+def server() -> Iterator[LiveServer]:
+    live = LiveServer(StandIn(MODEL, describe=True))
+    yield live
+    live.stop()
+
+
+def ready(browser: Browser) -> None:
+    browser.wait(lambda: browser.text("#status").startswith("Ready"), message="never Ready")
+
+
+def only_this_server(browser: Browser, server: LiveServer) -> list[str]:
+    """Every URL the page asked for is the server's own, the file played from memory or data
+    (the icons of Chromium's own audio controls), and nothing was logged as a warning or an
+    error."""
+    urls = browser.requested()
+    own = (f"{server.url}/", f"ws{server.url.removeprefix('http')}/", f"blob:{server.url}/")
+    own += ("data:",)
+    assert [url for url in urls if not url.startswith(own)] == []
+    assert browser.problems() == []
+    return urls
+
+
+def api(server: LiveServer, path: Path, **form: Any) -> httpx.Response:
+    files = {"file": (path.name, path.read_bytes())}
+    response = httpx.post(
+        f"{server.url}/v1/audio/transcriptions", files=files, data=form, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_a_file_streams_in_then_its_segments_and_srt_match_the_api(
+    browser: Browser, server: LiveServer, talk: Path
+) -> None:
+    browser.open(server.url)
+    ready(browser)
+    browser.find("#file").send_keys(str(talk))
+    browser.find("#transcribe").click()
+    items = browser.wait(lambda: browser.all("#segments li"), message="no segments appeared")
+    assert any(request.get("stream") for request in server.standin.requests)  # streamed in
+    assert browser.text("#transcript") == api(server, talk).json()["text"]
+    verbose = api(server, talk, response_format="verbose_json").json()
+    assert len(verbose["segments"]) == 3
+    assert [item.text for item in items] == [
+        f"{clock(s['start'])} \u2013 {clock(s['end'])} {s['text']}" for s in verbose["segments"]
+    ]
+    items[1].find_element("css selector", "button.seek").click()
+    browser.wait(lambda: "playing" in (items[1].get_attribute("class") or ""))
+    browser.screenshot("files")
+
+    browser.find("#download").click()  # "Download as" is SRT to begin with
+    saved = browser.downloads / "talk.srt"
+    browser.wait(lambda: saved.exists() and browser.text("#download-note") == "Saved talk.srt.")
+    assert saved.read_text() == api(server, talk, response_format="srt").text
+    only_this_server(browser, server)
+
+
+def test_words_are_highlighted_as_they_play_when_the_server_has_an_aligner(
+    browser: Browser, talk: Path
+) -> None:
+    fake = StandInAligner("qwen3-forced-aligner")
+    backend = ThreadedServer(fake.app).start()
+    server = LiveServer(StandIn(MODEL, describe=True), aligner_url=backend.url)
+    try:
+        browser.open(server.url)
+        browser.wait(lambda: "word timestamps on" in browser.text("#status"))
+        browser.find("#file").send_keys(str(talk))
+        browser.find("#transcribe").click()
+        words = browser.wait(lambda: browser.all("#segments .word"), message="no words shown")
+        verbose = api(
+            server,
+            talk,
+            response_format="verbose_json",
+            **{"timestamp_granularities[]": ["segment", "word"]},
+        ).json()
+        assert [word.text for word in words] == [word["word"] for word in verbose["words"]]
+        browser.all("#segments button.seek")[0].click()
+        current = browser.wait(lambda: browser.all("#segments .word.current"))
+        assert current[0].get_attribute("aria-current") == "true"
+        browser.screenshot("words")
+        only_this_server(browser, server)
+    finally:
+        server.stop()
+        backend.stop()
+
+
+def test_the_microphone_gives_live_captions_of_each_utterance(
+    browser: Browser, server: LiveServer
+) -> None:
+    browser.open(server.url)
+    ready(browser)
+    tab = browser.find("#live-tab")
+    tab.click()
+    assert browser.find("#live-panel").is_displayed()
+    browser.find("#live-toggle").click()
+    browser.wait(lambda: browser.find("#vad").get_attribute("data-state") == "speaking", 20)
+    done = browser.wait(lambda: len(browser.all("#captions li.done")) >= 2 or None, 30)
+    assert done
+    captions = browser.all("#captions li.done")
+    for caption in captions[:2]:
+        time, text = caption.find_element("css selector", ".time"), caption.text
+        assert time.text.count(":") == 1
+        assert "Heard" in text  # the stand-in names the utterance's length
+    first = float(captions[0].find_element("css selector", ".time").text.split(":")[1])
+    assert 0.0 <= first <= 0.6  # sentence 1 starts 0.5 s in (less the prefix padding)
+    browser.screenshot("microphone")
+    browser.find("#live-toggle").click()
+    assert browser.text("#vad") == "Microphone off"
+    urls = only_this_server(browser, server)
+    assert any(url.endswith("/v1/realtime?intent=transcription") for url in urls)
+
+
+def test_a_server_with_a_key_asks_for_it_and_says_when_it_is_wrong(
+    browser: Browser, talk: Path
+) -> None:
+    server = LiveServer(StandIn(MODEL), api_key=KEY)
+    try:
+        browser.open(server.url)
+        browser.wait(lambda: browser.find("#key-panel").is_displayed(), message="no key asked")
+        browser.find("#key").send_keys("wrong", Keys.ENTER)
+        browser.wait(lambda: "(401)" in browser.text("#key-error"))
+        assert "refused" in browser.text("#key-error")
+        browser.screenshot("api-key")
+        browser.find("#key").clear()
+        browser.find("#key").send_keys(KEY, Keys.ENTER)
+        browser.wait(lambda: not browser.find("#key-panel").is_displayed())
+        browser.find("#file").send_keys(str(talk))
+        browser.find("#transcribe").click()
+        browser.wait(lambda: browser.all("#segments li"), message="no segments with the key")
+        assert browser.text("#file-error") == ""
+        urls = browser.requested()
+        assert not [url for url in urls if KEY in url or "wrong" in url]
+        problems = browser.problems()  # the refused key's 401s, and nothing else
+        assert problems
+        assert all("401" in entry["message"] for entry in problems)
+    finally:
+        server.stop()
+
+
+def upload_error(browser: Browser, server: LiveServer, path: Path) -> str:
+    browser.open(server.url)
+    browser.wait(lambda: browser.text("#status") != "Checking the server…")
+    browser.find("#file").send_keys(str(path))
+    browser.find("#transcribe").click()
+    return browser.wait(lambda: browser.text("#file-error"), message="no error shown")
+
+
+def test_errors_are_said_in_plain_words(browser: Browser, talk: Path, tmp_path: Path) -> None:
+    not_audio = tmp_path / "notes.wav"
+    not_audio.write_bytes(b"this is not audio at all" * 100)
+    plain = LiveServer(StandIn(MODEL))
+    small = LiveServer(StandIn(MODEL), max_upload_mb=1)  # talk.wav is 1.5 MB
+    busy = LiveServer(StandIn(MODEL, delay=5), max_concurrent=1, max_queue=0)
+    gone = LiveServer(StandIn(MODEL))
+    try:
+        said = upload_error(browser, plain, not_audio)
+        assert "(400)" in said
+        assert "audio" in said.lower()
+        said = upload_error(browser, small, talk)
+        assert said.startswith("The file is too large for this server (413)")
+        clip = tmp_path / "clip.wav"  # short: one piece, one slot
+        clip.write_bytes(speech_wav(3.0))
+        with ThreadPoolExecutor(1) as pool:  # one request holds the only slot for 5 s
+            holding = pool.submit(api, busy, clip)
+            browser.wait(lambda: busy.standin.in_flight == 1)
+            said = upload_error(browser, busy, clip)
+            assert said == "The server is busy (429). Try again in 1 s."
+            holding.result()
+        gone.stop_backend()
+        said = upload_error(browser, gone, talk)
+        assert said.startswith("The server cannot transcribe right now (503)")
+        assert said.endswith("Try again in 5 s.")
+        browser.problems()  # the failed requests, logged by Chromium as it should
+    finally:
+        for server in (plain, small, busy, gone):
+            server.stop()
+
+
+def test_the_page_fits_a_phone_and_works_from_the_keyboard(
+    browser: Browser, server: LiveServer
+) -> None:
+    browser.open(server.url, width=390, height=844)
+    ready(browser)
+    fits = browser.driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth"
+    )
+    assert fits
+    browser.screenshot("phone")
+    tab = browser.find("#files-tab")
+    tab.send_keys(Keys.ARROW_RIGHT)
+    assert browser.find("#live-panel").is_displayed()
+    assert not browser.find("#files-panel").is_displayed()
+    focused = browser.driver.switch_to.active_element
+    assert focused.get_attribute("id") == "live-tab"
+    focused.send_keys(Keys.HOME)
+    assert browser.find("#files-panel").is_displayed()
+    only_this_server(browser, server)
