@@ -242,8 +242,13 @@ def _cpu_flags(
 
 
 def _cpu_environment(vllm_args: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
-    """The engine runs the model itself (no worker process), on the cores we may use."""
+    """The engine runs the model itself (no worker process), on the cores we may use, and,
+    when it runs eager (`_cpu_flags`), nothing through torch.compile either: vLLM 0.32 still
+    compiles its sampler's logprobs, which on CPU needs a C++ compiler at run time (the CPU
+    image has none: every verbose_json, srt and word-timed request crashed its engine)."""
     env = {}
+    if not _compilation_chosen(vllm_args) and "TORCH_COMPILE_DISABLE" not in environ:
+        env["TORCH_COMPILE_DISABLE"] = "1"
     if not _given(vllm_args, "--distributed-executor-backend") and (
         "VLLM_ENABLE_V1_MULTIPROCESSING" not in environ
     ):

@@ -87,6 +87,7 @@ def test_cpu_mode_fits_a_shared_machine(monkeypatch, tmp_path) -> None:
     assert _flag(command.argv, "--kv-cache-memory-bytes") == str(4 * launch.GiB)
     assert _flag(command.argv, "--distributed-executor-backend") == "uni"
     assert command.env == {
+        "TORCH_COMPILE_DISABLE": "1",  # eager means no C++ compiler is needed at run time
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))),
     }
@@ -103,6 +104,8 @@ def test_cpu_mode_leaves_what_the_user_chose(monkeypatch, tmp_path) -> None:
     ]
     command = launch.build(settings, 1, chosen, {"OMP_NUM_THREADS": "3"})
     assert _flag(command.argv, "--kv-cache-dtype") == "fp8"
+    told = launch.build(settings, 1, [], {"TORCH_COMPILE_DISABLE": "0"})
+    assert "TORCH_COMPILE_DISABLE" not in told.env  # the user's own value stands
     assert "--enforce-eager" not in command.argv
     assert command.argv.count("--distributed-executor-backend") == 1
     assert command.argv[-4:] == chosen
