@@ -55,13 +55,30 @@ def die_with_parent() -> None:
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs. Zombies do not count: where this server is
+    PID 1 (a container without an init), the orphans vLLM leaves (its resource tracker) are
+    reparented to it and stay zombies, which the group signal still reaches."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -260,3 +260,38 @@ def test_requests_in_flight_when_vllm_crashes_get_a_prompt_503(tmp_path: Path, r
     assert server.wait_for_health(200, timeout=30)["restarts"] == 1
     response = httpx.post(url, files={"file": ("a", SPEECH)}, timeout=30)
     assert response.json()["text"] == "Hello world."
+
+
+# Run in a process of its own that takes in orphans as PID 1 does in a container without an
+# init (a child subreaper), and, like the server, never reaps them.
+_ZOMBIE_GROUP = """
+import ctypes, os, subprocess, sys, time
+from qwen3_asr_server.backend.supervisor import _group_alive
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+orphan = "import time; time.sleep(0.5)"
+spawn = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {orphan!r}])"
+leader = subprocess.Popen([sys.executable, "-c", spawn], start_new_session=True)
+leader.wait()  # the group's leader is gone; its child runs on as this process's orphan
+running = _group_alive(leader.pid)
+time.sleep(1.5)  # the orphan has exited, and nobody reaped it
+states = [
+    open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[:3]
+    for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/stat")
+]
+zombies = [s for s in states if s[0] == "Z" and int(s[2]) == leader.pid]
+print(running, len(zombies), _group_alive(leader.pid))
+"""
+
+
+def test_a_group_left_with_only_zombies_has_stopped() -> None:
+    """As PID 1 the server inherits the orphans vLLM leaves and they stay zombies; waiting for
+    them to leave the group held every stop for the whole 10 s grace, then a SIGKILL."""
+    result = subprocess.run(
+        [sys.executable, "-c", _ZOMBIE_GROUP],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert result.stdout.split() == ["True", "1", "False"]
