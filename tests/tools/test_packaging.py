@@ -93,8 +93,13 @@ def arguments(stage: list[tuple[str, str]], keyword: str) -> list[str]:
     return [args for key, args in stage if key == keyword]
 
 
-def test_containerfile_passes_hadolint() -> None:
-    assert_passes(run(tool("hadolint"), "--no-color", CONTAINERFILE))
+@pytest.mark.parametrize(
+    "containerfile",
+    [CONTAINERFILE, ROOT / "tests" / "containers" / "tts-standin" / "Containerfile"],
+    ids=["server", "tts-standin"],
+)
+def test_containerfiles_pass_hadolint(containerfile: Path) -> None:
+    assert_passes(run(tool("hadolint"), "--no-color", containerfile))
 
 
 def test_containerfile_has_a_gpu_image_by_default_and_a_cpu_target() -> None:
