@@ -7,6 +7,8 @@ listening and answers new requests 503 with `Retry-After` (a load balancer or th
 goes elsewhere or comes back), `/health` turns 503, and the requests already accepted get up to
 `--shutdown-timeout` seconds to finish. Those still running then are ended the way a dying
 backend ends them (a 503, or an error event in a stream), and only then does uvicorn shut down.
+Realtime sessions count as requests: each is told (`started`) and closes itself once the
+utterance being spoken is transcribed (`routes.realtime`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from ..errors import APIError, response
 
 logger = logging.getLogger(__name__)
 
-# Paths that answer during a drain: /health says so itself, /metrics keeps being scraped.
-OPEN_PATHS = ("/health", "/metrics")
+# Paths that answer during a drain: /health says so itself, /livez that the process is still
+# well (it is stopping on purpose), /metrics keeps being scraped.
+OPEN_PATHS = ("/health", "/livez", "/metrics")
 ANSWER_GRACE = 5  # seconds the requests ended at the deadline get to send their 503
 POLL = 0.1  # seconds between looks at whether the operator insists on stopping now
 
@@ -46,6 +49,7 @@ class Drain:
         self.upstream = upstream
         self.grace = grace
         self.draining = False
+        self.started = asyncio.Event()  # set with `draining`, for those who wait on it
         self.active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -65,9 +69,10 @@ class Drain:
         `forced` says the operator insisted (a second signal): stop waiting then.
         """
         self.draining = True
+        self.started.set()
         if self.active:
             logger.info(
-                "Shutting down: %d requests in progress get up to %g s to finish "
+                "Shutting down: %d requests and sessions in progress get up to %g s to finish "
                 "(--shutdown-timeout); new requests get 503",
                 self.active,
                 self.grace,

@@ -16,7 +16,7 @@ import binascii
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .client_events import EventError, ServerVad, SessionConfig, apply_update, client_event_id
 from .history import History
+from .live import Live, relay
 from .vad import SpeechDetector, SpeechStarted, SpeechStopped, VadEvent
 
 logger = logging.getLogger(__name__)
@@ -62,24 +63,6 @@ class _Utterance:
     audio: Audio
 
 
-@dataclass
-class _Live:
-    """An utterance streaming into vLLM's realtime endpoint while it is spoken."""
-
-    item_id: str
-    sent: int  # stream position up to which its audio was handed to the relay
-    chunks: asyncio.Queue[npt.NDArray[np.int16] | None] = field(default_factory=asyncio.Queue)
-    cancelled: bool = False  # the client cleared the buffer: no transcript is wanted
-    seconds: float = 0.0
-
-    def send_until(self, buffer: AudioBuffer, end: int) -> None:
-        """Hand the relay the audio from where it got to up to stream position `end`."""
-        if end > self.sent:
-            self.chunks.put_nowait(buffer.samples(self.sent, end))
-            self.seconds += (end - self.sent) / RATE
-            self.sent = end
-
-
 class Session:
     """A session's state; the route feeds it events and closes it."""
 
@@ -102,8 +85,10 @@ class Session:
         self._queue: asyncio.Queue[_Utterance] = asyncio.Queue(MAX_QUEUED)
         self._worker: asyncio.Task[None] | None = None
         self._vllm_offered = False  # vLLM's own realtime endpoint answers (--vllm-realtime)
-        self._live: _Live | None = None  # the utterance being spoken into vLLM's endpoint
+        self._live: Live | None = None  # the utterance being spoken into vLLM's endpoint
         self._relays: set[asyncio.Task[None]] = set()
+        self._quiet = asyncio.Event()  # no utterance is being spoken
+        self._quiet.set()
 
     async def start(self) -> None:
         settings = self.state.settings
@@ -214,11 +199,12 @@ class Session:
 
     async def _on_vad(self, change: SpeechStarted | SpeechStopped) -> None:
         if isinstance(change, SpeechStarted):
+            self._quiet.clear()
             self._item_id = events.new_id("item")
             self._committed = change.audio_start
             await self._send(events.speech_started(self._item_id, _ms(change.audio_start)))
             if self._streams_live():
-                self._live = _Live(self._item_id, change.audio_start)
+                self._live = Live(self._item_id, change.audio_start)
                 task = asyncio.create_task(self._relay(self._live))
                 self._relays.add(task)
                 task.add_done_callback(self._relays.discard)
@@ -237,14 +223,17 @@ class Session:
     async def _end(self, item_id: str, end: int) -> None:
         """The utterance that began at `_committed` ends at `end`: commit and transcribe it."""
         live, self._live = self._live, None
-        if live is None:
-            await self._enqueue(item_id, self._committed, end)
-            return
-        live.send_until(self._buffer, end)
-        live.chunks.put_nowait(None)
-        self._committed = end
-        self._buffer.trim(end)
-        await self._announce(item_id)
+        try:
+            if live is None:
+                await self._enqueue(item_id, self._committed, end)
+                return
+            live.send_until(self._buffer, end)
+            live.chunks.put_nowait(None)
+            self._committed = end
+            self._buffer.trim(end)
+            await self._announce(item_id)
+        finally:
+            self._quiet.set()  # queued or relayed: `settled` now waits on the transcription
 
     async def _commit(self) -> None:
         """The client's commit: everything not committed yet becomes an utterance."""
@@ -296,6 +285,7 @@ class Session:
         self._buffer.trim(self._buffer.heard)
         self._committed = self._buffer.heard
         self._item_id = None
+        self._quiet.set()
         self._detector = self._new_detector(start=self._buffer.heard)
 
     def _new_detector(self, start: int = 0) -> SpeechDetector:
@@ -313,7 +303,20 @@ class Session:
     async def _transcribe_all(self) -> None:
         with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
             while True:
-                await self._transcribe(await self._queue.get())
+                utterance = await self._queue.get()
+                try:
+                    await self._transcribe(utterance)
+                finally:
+                    self._queue.task_done()
+
+    async def settled(self) -> None:
+        """Once no utterance is being spoken or transcribed: when a draining server may close
+        the session and lose nothing the client sent as speech (with manual commits, audio
+        not committed yet is not an utterance)."""
+        await self._quiet.wait()
+        await self._queue.join()
+        if self._relays:
+            await asyncio.wait(set(self._relays))
 
     async def _transcribe(self, utterance: _Utterance) -> None:
         options = Options.from_settings(
@@ -350,46 +353,30 @@ class Session:
             stream.spoken,
         )
 
-    async def _relay(self, live: _Live) -> None:
+    async def _relay(self, live: Live) -> None:
         """One utterance through vLLM's realtime endpoint, its audio sent as it comes."""
         with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
             await self._relay_live(live)
 
-    async def _relay_live(self, live: _Live) -> None:
+    async def _relay_live(self, live: Live) -> None:
         settings = self.state.settings
         utterance = LiveUtterance(
             self.state.supervisor.url, self.state.upstream.model, settings.backend_headers
         )
-        parts: list[str] = []
 
-        async def relay_texts() -> None:
-            async for text in utterance.texts():
-                parts.append(text)
-                await self._send(events.transcription_delta(live.item_id, text))
+        async def delta(text: str) -> None:
+            await self._send(events.transcription_delta(live.item_id, text))
 
-        reader: asyncio.Task[None] | None = None
         try:
-            await utterance.open()
-            reader = asyncio.create_task(relay_texts())
-            while (chunk := await live.chunks.get()) is not None:
-                await utterance.append(chunk)
-            if live.cancelled:
-                return
-            await utterance.finish()
-            await reader
+            transcript = await relay(live, utterance, delta)
         except APIError as exc:
             await self._send(events.transcription_failed(live.item_id, exc.message, exc.code))
             return
-        finally:
-            if reader is not None and not reader.done():
-                reader.cancel()
-                await asyncio.wait([reader])
-            await utterance.close()
-        transcript = "".join(parts)
-        tokens = Tokens.of(utterance.usage)
-        await self._completed(
-            live.item_id, transcript, live.seconds, tokens, None, utterance.spoken
-        )
+        if transcript is not None:
+            tokens = Tokens.of(utterance.usage)
+            await self._completed(
+                live.item_id, transcript, live.seconds, tokens, None, utterance.spoken
+            )
 
     async def _completed(
         self,

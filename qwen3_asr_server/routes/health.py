@@ -1,4 +1,5 @@
-"""GET /health (real readiness of the backends) and GET /metrics; both without auth."""
+"""GET /health (real readiness of the backends), GET /livez (the process is well) and GET
+/metrics; all without auth."""
 
 from __future__ import annotations
 
@@ -41,6 +42,14 @@ async def health(state: State) -> Response:
     if body["status"] == "ok":
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+@router.get("/livez")
+async def livez() -> Response:
+    """200 for as long as this process serves HTTP, whatever vLLM is doing: a liveness probe
+    on /health would have a pod killed while vLLM merely loads or restarts (the supervisor
+    restarts it, and ends the server when it cannot)."""
+    return JSONResponse({"status": "alive"})
 
 
 @router.get("/metrics")

@@ -3,7 +3,8 @@
 The handshake is checked before the WebSocket is accepted, so a refused client gets an HTTP
 answer in OpenAI's error shape (where the server supports that ASGI extension). Once open,
 frames are read one at a time: a bad one is answered with an `error` event and the session
-goes on; a client that stops reading for SEND_TIMEOUT seconds is disconnected.
+goes on; a client that stops reading for SEND_TIMEOUT seconds is disconnected. On SIGTERM a
+session lets the utterance being spoken end and be transcribed, then closes with 1012.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ BETA_PROTOCOL = "openai-beta.realtime-v1"
 MAX_EVENT_BYTES = 4 << 20  # one client event; uvicorn's own frame limit (16 MiB) is above it
 SEND_TIMEOUT = 10.0  # seconds a client may leave our events unread before it is dropped
 POLICY_VIOLATION = 1008
+# RFC 6455's registry: "the service is restarted; a client may reconnect" (after a drain)
+SERVICE_RESTART = 1012
+RESTART_REASON = "The server is restarting: reconnect."
 
 
 @router.websocket("/v1/realtime")
@@ -57,10 +61,20 @@ async def realtime(websocket: WebSocket) -> None:
             except (TimeoutError, asyncio.TimeoutError, RuntimeError, WebSocketDisconnect) as exc:
                 raise ClientGone from exc
 
+    async def close_when_drained() -> None:
+        """SIGTERM: once the utterance being spoken is transcribed, close with 1012, which
+        tells the client to reconnect (to another replica, or to this one restarted)."""
+        await state.drain.started.wait()
+        await session.settled()
+        async with lock:
+            await asyncio.wait_for(websocket.close(SERVICE_RESTART, RESTART_REASON), SEND_TIMEOUT)
+
     request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
     await asyncio.to_thread(state.speech_model)  # the first session loads it: not on the loop
     session = Session(state, send, request_id, beta or BETA_PROTOCOL in offered)
     state.metrics.realtime_sessions.inc()
+    state.drain.enter()
+    closing = asyncio.create_task(close_when_drained())
     try:
         await session.start()
         while True:
@@ -77,8 +91,11 @@ async def realtime(websocket: WebSocket) -> None:
     except (WebSocketDisconnect, ClientGone):
         pass  # the client left, or stopped reading
     finally:
+        closing.cancel()
+        await asyncio.wait([closing])
         await session.close()
         state.metrics.realtime_sessions.dec()
+        state.drain.leave()
         if websocket.client_state == WebSocketState.CONNECTED:
             # a client that does not read would hold the close frame (and us) forever
             with contextlib.suppress(RuntimeError, TimeoutError, asyncio.TimeoutError):

@@ -240,6 +240,9 @@ async def test_backend_going_away_turns_health_down_and_requests_503(
         health = await h.http.get("/health")
         assert health.status_code == 503
         assert health.json()["status"] == "down"
+        # but the process is well: a liveness probe must not have it killed for this
+        live = await h.http.get("/livez")
+        assert (live.status_code, live.json()) == (200, {"status": "alive"})
 
 
 async def test_slow_backend_is_a_504_after_request_timeout() -> None:

@@ -451,6 +451,7 @@ async def test_every_v1_route_needs_the_key_and_health_and_metrics_do_not(
                 assert response.status_code == 200, (method, path, response.text)
         assert backend.recorder.bodies != []  # only the keyed requests went through
         assert (await h.http.get("/health")).status_code == 200
+        assert (await h.http.get("/livez")).status_code == 200
         assert (await h.http.get("/metrics")).status_code == 200
 
 

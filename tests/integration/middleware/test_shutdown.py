@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import json
 import signal
 import time
@@ -10,9 +13,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, alive, install_launcher
+from tests.fixtures.speech import spoken
 
 SPEECH = wav(1.0)
 
@@ -100,5 +107,58 @@ def test_requests_still_running_at_the_shutdown_timeout_get_a_503(tmp_path: Path
             assert answer.json()["error"]["type"] == "server_error"
         assert server.wait_exit() == -signal.SIGTERM
         assert "ending them with 503" in server.output()
+    finally:
+        server.stop()
+
+
+def test_sigterm_lets_realtime_sessions_finish_their_utterance_then_closes_them_with_1012(
+    tmp_path: Path,
+) -> None:
+    """A session mid-utterance gets that utterance transcribed, then the close code that
+    says "reconnect" (1012); an idle one gets it at once; a new one is refused. Meanwhile
+    /livez stays 200 (a pod being stopped is not a dead pod) and /health says stopping."""
+    server = _start(tmp_path, [], delay=1)
+    url = server.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
+
+    async def play(ws: ClientConnection, pattern: list[tuple[float, bool]]) -> None:
+        pcm = (spoken(pattern, rate=24000) * 32767).astype("<i2").tobytes()
+        for start in range(0, len(pcm), 4800):  # 100 ms a message, in real time
+            chunk = base64.b64encode(pcm[start : start + 4800]).decode()
+            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+            await asyncio.sleep(0.1)
+
+    async def events_until_closed(ws: ClientConnection, into: list[str]) -> int:
+        with contextlib.suppress(ConnectionClosed):
+            async for message in ws:
+                event = json.loads(message)
+                into.append(event.get("transcript") or event["type"])
+        assert ws.close_code is not None
+        return ws.close_code
+
+    async def scene() -> None:
+        async with connect(url) as speaking, connect(url) as idle:
+            heard: list[str] = []
+            listener = asyncio.create_task(events_until_closed(speaking, heard))
+            await play(speaking, [(0.3, False), (1.5, True)])
+            await asyncio.to_thread(_wait_for, lambda: "input_audio_buffer.speech_started" in heard)
+            server.proc.send_signal(signal.SIGTERM)
+            idle_seen: list[str] = []
+            assert await events_until_closed(idle, idle_seen) == 1012
+            assert idle.close_reason == "The server is restarting: reconnect."
+            async with httpx.AsyncClient(base_url=server.url, timeout=5) as http:
+                assert (await http.get("/livez")).status_code == 200
+                assert (await http.get("/health")).status_code == 503
+            with pytest.raises(InvalidStatus) as refused:
+                async with connect(url):
+                    pass
+            assert refused.value.response.status_code == 503
+            await play(speaking, [(0.5, True), (1.2, False)])  # the speaker finishes
+            assert await listener == 1012
+            assert heard[-1] == "Hello world."  # the utterance's transcript came first
+            assert "input_audio_buffer.speech_stopped" in heard
+
+    try:
+        asyncio.run(scene())
+        assert server.wait_exit() == -signal.SIGTERM
     finally:
         server.stop()
