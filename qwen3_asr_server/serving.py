@@ -75,15 +75,19 @@ def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
 
 def bind(settings: Settings) -> socket.socket | None:
     """The listening socket, bound before any vLLM is launched: a busy port should cost
-    nothing but a message (printed here; None then)."""
+    nothing but a message (printed here; None then). Not inherited by vLLM: uvicorn makes it
+    inheritable and uvloop's spawn passes on what is, so a dead server's port would go on
+    accepting connections, unanswered, until vLLM stopped too."""
     try:
-        return uvicorn.Config(FastAPI(), host=settings.host, port=settings.port).bind_socket()
+        sock = uvicorn.Config(FastAPI(), host=settings.host, port=settings.port).bind_socket()
     except SystemExit:
         print(
             f"qwen3-asr-server: error: cannot listen on {settings.host}:{settings.port}",
             file=sys.stderr,
         )
         return None
+    sock.set_inheritable(False)
+    return sock
 
 
 def port_socket(host: str, port: int, listen: bool) -> socket.socket:

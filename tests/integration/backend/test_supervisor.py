@@ -163,6 +163,26 @@ def test_sigkilled_server_takes_vllm_with_it(tmp_path: Path, run_server) -> None
     assert gone([start["pid"], start["child"]]), "vLLM was orphaned by a SIGKILLed server"
 
 
+def _sockets(pid: int) -> set[str]:
+    fds = Path(f"/proc/{pid}/fd")
+    return {os.readlink(fd) for fd in fds.iterdir() if os.readlink(fd).startswith("socket:")}
+
+
+def test_a_killed_servers_port_refuses_at_once(tmp_path: Path, run_server) -> None:
+    """vLLM does not hold the server's listening socket (uvicorn makes it inheritable, and
+    uvloop's spawn passes on what is inheritable): else a load balancer's connections to a
+    dead server are accepted by the kernel and hang until vLLM has stopped too."""
+    install_launcher(tmp_path / "bin", "vllm")
+    server = run_server(["--model", "tiny"])
+    server.wait_for_health(200)
+    start = server.starts()[0]
+    assert _sockets(start["pid"]) & _sockets(server.proc.pid) == set()
+    server.proc.kill()
+    server.wait_exit()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+
+
 @pytest.mark.parametrize(
     ("args", "env", "bin_name", "expected"),
     [
