@@ -83,12 +83,14 @@ class Session:
             prompt.context_limit(settings.max_model_len, settings.segment_seconds)
         )
         self._queue: asyncio.Queue[_Utterance] = asyncio.Queue(MAX_QUEUED)
+        self._unfinished = 0  # utterances queued or being transcribed (the queue's own count)
         self._worker: asyncio.Task[None] | None = None
         self._vllm_offered = False  # vLLM's own realtime endpoint answers (--vllm-realtime)
         self._live: Live | None = None  # the utterance being spoken into vLLM's endpoint
         self._relays: set[asyncio.Task[None]] = set()
         self._quiet = asyncio.Event()  # no utterance is being spoken
         self._quiet.set()
+        self._closing = False  # settled while draining: audio is no longer listened to
 
     async def start(self) -> None:
         settings = self.state.settings
@@ -183,10 +185,15 @@ class Session:
                 "input_audio_buffer_full",
                 "audio",
             )
+        if self._closing:
+            return
         samples = self._resampler(pcm)
         self._buffer.append(samples)
         if self.config.turn_detection is not None:
-            for change in await self._detect(samples):
+            changes = await self._detect(samples)
+            if self._closing:  # settled while a thread judged it: no utterance may begin
+                return
+            for change in changes:
                 await self._on_vad(change)
             if self._live is not None:
                 self._live.send_until(self._buffer, self._buffer.heard)
@@ -259,6 +266,7 @@ class Session:
         await self._announce(item_id)
         try:
             self._queue.put_nowait(_Utterance(item_id, Audio(samples)))
+            self._unfinished += 1
         except asyncio.QueueFull:
             await self._send(
                 events.transcription_failed(
@@ -308,15 +316,19 @@ class Session:
                     await self._transcribe(utterance)
                 finally:
                     self._queue.task_done()
+                    self._unfinished -= 1
 
     async def settled(self) -> None:
         """Once no utterance is being spoken or transcribed: when a draining server may close
         the session and lose nothing the client sent as speech (with manual commits, audio
-        not committed yet is not an utterance)."""
-        await self._quiet.wait()
-        await self._queue.join()
-        if self._relays:
-            await asyncio.wait(set(self._relays))
+        not committed yet is not an utterance). From then on appended audio is dropped, so
+        that no utterance begins that the closing session could not finish."""
+        while not (self._quiet.is_set() and not self._unfinished and not self._relays):
+            await self._quiet.wait()
+            await self._queue.join()
+            if self._relays:
+                await asyncio.wait(set(self._relays))
+        self._closing = True
 
     async def _transcribe(self, utterance: _Utterance) -> None:
         options = Options.from_settings(

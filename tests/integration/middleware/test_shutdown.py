@@ -60,6 +60,23 @@ def _stream_events(response: httpx.Response) -> list[dict]:
     return [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
 
 
+async def _play(ws: ClientConnection, pattern: list[tuple[float, bool]]) -> None:
+    pcm = (spoken(pattern, rate=24000) * 32767).astype("<i2").tobytes()
+    for start in range(0, len(pcm), 4800):  # 100 ms a message, in real time
+        chunk = base64.b64encode(pcm[start : start + 4800]).decode()
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        await asyncio.sleep(0.1)
+
+
+async def _events_until_closed(ws: ClientConnection, into: list[str]) -> int:
+    with contextlib.suppress(ConnectionClosed):
+        async for message in ws:
+            event = json.loads(message)
+            into.append(event.get("transcript") or event["type"])
+    assert ws.close_code is not None
+    return ws.close_code
+
+
 def test_sigterm_under_load_answers_every_accepted_request(tmp_path: Path) -> None:
     server = _start(tmp_path, ["--max-concurrent", "3"], delay=2)
     try:
@@ -120,30 +137,15 @@ def test_sigterm_lets_realtime_sessions_finish_their_utterance_then_closes_them_
     server = _start(tmp_path, [], delay=1)
     url = server.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
 
-    async def play(ws: ClientConnection, pattern: list[tuple[float, bool]]) -> None:
-        pcm = (spoken(pattern, rate=24000) * 32767).astype("<i2").tobytes()
-        for start in range(0, len(pcm), 4800):  # 100 ms a message, in real time
-            chunk = base64.b64encode(pcm[start : start + 4800]).decode()
-            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
-            await asyncio.sleep(0.1)
-
-    async def events_until_closed(ws: ClientConnection, into: list[str]) -> int:
-        with contextlib.suppress(ConnectionClosed):
-            async for message in ws:
-                event = json.loads(message)
-                into.append(event.get("transcript") or event["type"])
-        assert ws.close_code is not None
-        return ws.close_code
-
     async def scene() -> None:
         async with connect(url) as speaking, connect(url) as idle:
             heard: list[str] = []
-            listener = asyncio.create_task(events_until_closed(speaking, heard))
-            await play(speaking, [(0.3, False), (1.5, True)])
+            listener = asyncio.create_task(_events_until_closed(speaking, heard))
+            await _play(speaking, [(0.3, False), (1.5, True)])
             await asyncio.to_thread(_wait_for, lambda: "input_audio_buffer.speech_started" in heard)
             server.proc.send_signal(signal.SIGTERM)
             idle_seen: list[str] = []
-            assert await events_until_closed(idle, idle_seen) == 1012
+            assert await _events_until_closed(idle, idle_seen) == 1012
             assert idle.close_reason == "The server is restarting: reconnect."
             async with httpx.AsyncClient(base_url=server.url, timeout=5) as http:
                 assert (await http.get("/livez")).status_code == 200
@@ -152,10 +154,38 @@ def test_sigterm_lets_realtime_sessions_finish_their_utterance_then_closes_them_
                 async with connect(url):
                     pass
             assert refused.value.response.status_code == 503
-            await play(speaking, [(0.5, True), (1.2, False)])  # the speaker finishes
+            await _play(speaking, [(0.5, True), (1.2, False)])  # the speaker finishes
             assert await listener == 1012
             assert heard[-1] == "Hello world."  # the utterance's transcript came first
             assert "input_audio_buffer.speech_stopped" in heard
+
+    try:
+        asyncio.run(scene())
+        assert server.wait_exit() == -signal.SIGTERM
+    finally:
+        server.stop()
+
+
+def test_sigterm_while_an_utterance_is_transcribed_waits_for_its_transcript(
+    tmp_path: Path,
+) -> None:
+    """The speaker has finished: nothing is being spoken and the queue is empty, but vLLM is
+    still writing the transcript (1 s). The close waits for it, while the microphone goes
+    on sending silence."""
+    server = _start(tmp_path, [], delay=1)
+    url = server.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
+
+    async def scene() -> None:
+        async with connect(url) as ws:
+            heard: list[str] = []
+            listener = asyncio.create_task(_events_until_closed(ws, heard))
+            await _play(ws, [(0.3, False), (1.0, True), (0.8, False)])
+            await asyncio.to_thread(_wait_for, lambda: "input_audio_buffer.committed" in heard)
+            server.proc.send_signal(signal.SIGTERM)  # the worker has the utterance now
+            with contextlib.suppress(ConnectionClosed):
+                await _play(ws, [(3.0, False)])
+            assert await listener == 1012
+            assert heard[-1] == "Hello world."
 
     try:
         asyncio.run(scene())
