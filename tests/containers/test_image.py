@@ -30,7 +30,7 @@ from tests.fixtures.podman import (
     readable_by_anyone,
     wait_for_health,
 )
-from tests.fixtures.speech import speech_wav, spoken
+from tests.fixtures.speech import speech_wav, spoken_pcm
 from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
 
 pytestmark = pytest.mark.container
@@ -97,8 +97,7 @@ def test_a_realtime_session(container: Running) -> None:
     async def session() -> dict[str, str]:
         url = container.url.replace("http", "ws") + "/v1/realtime?intent=transcription"
         async with connect(url) as ws:
-            pcm = spoken([(0.5, False), (2.0, True), (1.0, False)], rate=24000) * 32767
-            data = pcm.astype("<i2").tobytes()
+            data = spoken_pcm([(0.5, False), (2.0, True), (1.0, False)])
             for start in range(0, len(data), 4800):
                 chunk = base64.b64encode(data[start : start + 4800]).decode()
                 await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))

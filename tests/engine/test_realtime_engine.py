@@ -16,7 +16,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from tests.engine.conftest import API_KEY, Engine, start_engine
 from tests.fixtures.audio import wav
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.tiny_model import EXPECTED_TEXT
 
 pytestmark = pytest.mark.engine
@@ -54,7 +54,7 @@ async def _transcripts(engine: Engine, update: dict[str, Any] | None = None) -> 
 
 
 async def _play(ws: ClientConnection, pattern: list[tuple[float, bool]], seed: int = 0) -> None:
-    pcm = (spoken(pattern, rate=24000, seed=seed) * 32767).astype("<i2").tobytes()
+    pcm = spoken_pcm(pattern, seed=seed)
     for start in range(0, len(pcm), 4800):
         chunk = base64.b64encode(pcm[start : start + 4800]).decode()
         await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))

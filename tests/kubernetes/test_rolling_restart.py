@@ -24,13 +24,13 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.fixtures.audio import wav
 from tests.fixtures.haproxy import HAProxy
 from tests.fixtures.process import ServerProcess, alive, install_launcher
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import spoken_pcm
 
 REPLICAS = 3
 HTTP_CLIENTS = 6
 PRE_STOP = 1.0  # seconds between leaving the rotation and SIGTERM (the pod's preStop)
 CLIP = wav(1.0)
-UTTERANCE = (spoken([(1.0, True), (0.8, False)], rate=24000) * 32767).astype("<i2").tobytes()
+UTTERANCE = spoken_pcm([(1.0, True), (0.8, False)])
 
 
 def replica(folder: Path, index: int, port: int = 0) -> ServerProcess:

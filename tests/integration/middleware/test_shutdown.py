@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, alive, install_launcher
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import spoken_pcm
 
 SPEECH = wav(1.0)
 
@@ -61,7 +61,7 @@ def _stream_events(response: httpx.Response) -> list[dict]:
 
 
 async def _play(ws: ClientConnection, pattern: list[tuple[float, bool]]) -> None:
-    pcm = (spoken(pattern, rate=24000) * 32767).astype("<i2").tobytes()
+    pcm = spoken_pcm(pattern)
     for start in range(0, len(pcm), 4800):  # 100 ms a message, in real time
         chunk = base64.b64encode(pcm[start : start + 4800]).decode()
         await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))

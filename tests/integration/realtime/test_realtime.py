@@ -23,7 +23,7 @@ from websockets.exceptions import InvalidStatus
 from qwen3_asr_server.routes import realtime as realtime_route
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
-from tests.fixtures.speech import spoken
+from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
 
 Events = list[dict[str, Any]]
@@ -36,10 +36,6 @@ PATTERN = [(0.5, False), (1.5, True), (1.0, False), (2.0, True), (1.0, False)]
 def heard(transcripts: list[str]) -> list[float]:
     """The seconds of audio the stand-in says it heard in each transcript ("Heard 1.93 s.")."""
     return [float(seconds) for text in transcripts for seconds in HEARD.findall(text)]
-
-
-def pcm(pattern: list[tuple[float, bool]], rate: int = 24000) -> bytes:
-    return (spoken(pattern, rate=rate) * 32767).astype("<i2").tobytes()
 
 
 @contextmanager
@@ -104,7 +100,7 @@ async def test_utterances_are_found_committed_and_transcribed_in_order() -> None
     standin = StandIn(MODEL, describe=True)
     with serving(standin) as url:
         async with session(url) as ws:
-            await stream(ws, pcm(PATTERN))
+            await stream(ws, spoken_pcm(PATTERN))
             events = await until(ws, completed(2))
     started = of(events, "input_audio_buffer.speech_started")
     stopped = of(events, "input_audio_buffer.speech_stopped")
@@ -157,7 +153,7 @@ async def test_16khz_input_and_a_forced_language_and_prompt() -> None:
                 "type": "audio/pcm",
                 "rate": 16000,
             }
-            await stream(ws, pcm(PATTERN[:3], rate=16000), rate=16000)
+            await stream(ws, spoken_pcm(PATTERN[:3], rate=16000), rate=16000)
             events = await until(ws, completed(1))
     [done] = of(events, TRANSCRIPTION + "completed")
     assert done["transcript"] == "Bonjour le monde."  # the stand-in's French, forced
@@ -177,13 +173,13 @@ async def test_manual_commits_without_server_vad() -> None:
             await send(ws, "input_audio_buffer.commit")
             [refused] = await until(ws, lambda events: len(events) == 1)
             assert refused["error"]["code"] == "input_audio_buffer_commit_empty"
-            await stream(ws, pcm(PATTERN))
+            await stream(ws, spoken_pcm(PATTERN))
             await send(ws, "input_audio_buffer.commit")
             events = await until(ws, completed(1))
             # cleared audio is gone: the next commit holds only what came after it
-            await stream(ws, pcm([(1.0, True)]))
+            await stream(ws, spoken_pcm([(1.0, True)]))
             await send(ws, "input_audio_buffer.clear")
-            await stream(ws, pcm([(0.5, True)]))
+            await stream(ws, spoken_pcm([(0.5, True)]))
             await send(ws, "input_audio_buffer.commit")
             events += await until(ws, completed(1))
     assert not of(events, "input_audio_buffer.speech_started")
@@ -202,7 +198,7 @@ async def test_the_beta_protocol_gets_beta_event_names() -> None:
             assert created["type"] == "transcription_session.created"
             update = {"input_audio_format": "pcm16", "input_audio_transcription": {"model": MODEL}}
             await send(ws, "transcription_session.update", session=update)
-            await stream(ws, pcm(PATTERN[:3]))
+            await stream(ws, spoken_pcm(PATTERN[:3]))
             events = await until(ws, completed(1))
     assert events[0]["type"] == "transcription_session.updated"
     assert len(of(events, "conversation.item.created")) == 1
@@ -251,7 +247,7 @@ async def test_bad_events_get_error_events_and_the_session_goes_on(
                 assert error["type"] == "error"
                 assert error["error"]["code"] == code
                 assert error["error"]["message"]
-            await stream(ws, pcm(PATTERN[:3]))
+            await stream(ws, spoken_pcm(PATTERN[:3]))
             events = await until(ws, completed(1))
     assert not of(events, "error")
 
@@ -265,7 +261,7 @@ async def test_an_oversized_event_is_refused_and_the_session_goes_on() -> None:
             await send(ws, "input_audio_buffer.append", audio=huge, event_id="evt_big")
             [error] = await until(ws, lambda events: len(events) == 1)
             assert error["error"]["code"] == "event_too_large"
-            await stream(ws, pcm(PATTERN[:3]))
+            await stream(ws, spoken_pcm(PATTERN[:3]))
             await until(ws, completed(1))
 
 
@@ -282,7 +278,7 @@ async def test_a_bad_session_update_names_the_field_and_changes_nothing() -> Non
             [error] = await until(ws, lambda events: len(events) == 1)
             assert error["error"]["param"] == "session.audio.input.format.rate"
             assert error["error"]["event_id"] == "evt_1"
-            await stream(ws, pcm(PATTERN[:3]))  # still 24 kHz
+            await stream(ws, spoken_pcm(PATTERN[:3]))  # still 24 kHz
             events = await until(ws, completed(1))
     transcript = of(events, TRANSCRIPTION + "completed")[0]["transcript"]
     assert heard([transcript]) == pytest.approx([1.95], abs=0.15)
@@ -324,7 +320,7 @@ async def test_a_backend_failure_fails_that_item_only() -> None:
     standin = StandIn(MODEL, describe=True, fail_after=1)
     with serving(standin) as url:
         async with session(url) as ws:
-            await stream(ws, pcm(PATTERN))
+            await stream(ws, spoken_pcm(PATTERN))
             events = await until(
                 ws,
                 lambda got: (
@@ -346,7 +342,7 @@ async def test_the_openai_sdk_realtime_client_gets_transcripts() -> None:
         async with manager as connection:
             audio = {"input": {"transcription": {"model": MODEL}}}
             await connection.session.update(session={"type": "transcription", "audio": audio})
-            raw = pcm(PATTERN)
+            raw = spoken_pcm(PATTERN)
             for start in range(0, len(raw), 4800):
                 chunk = base64.b64encode(raw[start : start + 4800]).decode()
                 await connection.input_audio_buffer.append(audio=chunk)
@@ -384,7 +380,7 @@ async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path
                 pass
         assert refused.value.response.status_code == 401
         async with connect(url, additional_headers={"Authorization": "Bearer k"}) as ws:
-            audio = pcm([(0.5, False), (1.5, True), (1.5, False)])
+            audio = spoken_pcm([(0.5, False), (1.5, True), (1.5, False)])
             step = 2400 * 2  # 100 ms at 24 kHz
             for start in range(0, len(audio), step):
                 chunk = base64.b64encode(audio[start : start + step]).decode()
@@ -402,7 +398,7 @@ async def test_the_server_process_keeps_a_session_past_the_read_timeout(tmp_path
 async def test_speech_longer_than_the_models_window_is_cut_into_utterances() -> None:
     with serving() as url:
         async with session(url) as ws:
-            await stream(ws, pcm([(0.5, False), (40.0, True), (1.0, False)]))
+            await stream(ws, spoken_pcm([(0.5, False), (40.0, True), (1.0, False)]))
             events = await until(ws, completed(2), seconds=20)
     started = of(events, "input_audio_buffer.speech_started")
     stopped = of(events, "input_audio_buffer.speech_stopped")
@@ -422,7 +418,9 @@ async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> 
             # at ten times the speed of speech: a speaker never runs ahead of the relay by
             # more than that, while audio sent all at once can reach the VAD's end of speech
             # before the relay has had its turn to send anything
-            speech = pcm([(0.5, False), (12.0, True), (1.0, False), (2.0, True), (1.0, False)])
+            speech = spoken_pcm(
+                [(0.5, False), (12.0, True), (1.0, False), (2.0, True), (1.0, False)]
+            )
             await stream(ws, speech, pace=0.01)
             events = await until(ws, completed(2))
     first, second = (e["item_id"] for e in of(events, "input_audio_buffer.speech_started"))
@@ -456,7 +454,7 @@ async def test_vllm_realtime_falls_back_to_chat_where_vllm_cannot_serve(offered:
                     "audio": {"input": {"transcription": transcription}},
                 }
                 await send(ws, "session.update", session=update)
-            await stream(ws, pcm(PATTERN[:3]))
+            await stream(ws, spoken_pcm(PATTERN[:3]))
             events = await until(ws, completed(1))
     [done] = of(events, TRANSCRIPTION + "completed")
     if offered:
@@ -517,7 +515,7 @@ def test_a_client_that_stops_reading_loses_its_session(monkeypatch: pytest.Monke
 
 async def _still_serving(url: str) -> None:
     async with session(url) as again:
-        await stream(again, pcm(PATTERN[:3]))
+        await stream(again, spoken_pcm(PATTERN[:3]))
         await until(again, completed(1))
 
 
@@ -538,7 +536,7 @@ async def test_one_long_append_is_judged_in_a_thread_with_the_same_events(
     with serving() as url:
         for ms in (100, 6000):
             async with session(url) as ws:
-                await stream(ws, pcm(PATTERN), ms=ms)
+                await stream(ws, spoken_pcm(PATTERN), ms=ms)
                 events = await until(ws, completed(2))
             found.append(
                 [
