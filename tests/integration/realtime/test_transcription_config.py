@@ -9,13 +9,13 @@ from openai.types.realtime import ConversationItemInputAudioTranscriptionComplet
 from websockets.asyncio.client import ClientConnection
 
 from tests.fixtures.harness import MODEL
+from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
 from tests.integration.realtime.test_realtime import (
     PATTERN,
     TRANSCRIPTION,
     completed,
     of,
-    pcm,
     send,
     serving,
     session,
@@ -84,7 +84,7 @@ async def test_keywords_languages_and_delay_are_taken_and_echoed() -> None:
             echoed = answer["session"]["audio"]["input"]["transcription"]
             assert echoed["keywords"] == ["Qwen", "vLLM"]
             assert (echoed["languages"], echoed["delay"]) == (["fr", "en"], "low")
-            await stream(ws, pcm(PATTERN[:3]))
+            await stream(ws, spoken_pcm(PATTERN[:3]))
             events = await until(ws, completed(1))
     [done] = of(events, TRANSCRIPTION + "completed")
     parsed = ConversationItemInputAudioTranscriptionCompletedEvent.model_validate(done)
