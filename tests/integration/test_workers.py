@@ -26,7 +26,7 @@ from tests.fixtures.process import (
     workers,
 )
 from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.speech import speech_wav
+from tests.fixtures.speech import speech_wav, spoken_pcm
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
 
@@ -286,7 +286,7 @@ async def test_realtime_streaming_and_words_work_through_workers(run_server, ups
         ws_url = server.url.replace("http://", "ws://")
         for _ in range(3):  # sessions on new connections, whichever worker takes each
             async with realtime.session(ws_url) as ws:
-                await realtime.stream(ws, realtime.pcm(realtime.PATTERN))
+                await realtime.stream(ws, spoken_pcm(realtime.PATTERN))
                 events = await realtime.until(ws, realtime.completed(2))
             done = realtime.of(events, realtime.TRANSCRIPTION + "completed")
             transcripts = [event["transcript"] for event in done]
