@@ -13,24 +13,28 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, errors, ui
+from . import __version__, alignment, errors
 from .backend import launch, roles
 from .backend.admission import Admission, Slots, limit_of
 from .backend.aligner import Aligner
 from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
 from .catalog import Catalog
+from .errors import LaunchError
 from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
-from .middleware.body_limits import MIB, BodyLimit, body_caps
+from .middleware.auth import Authentication
+from .middleware.body_limits import BodyLimit, body_caps
 from .middleware.disconnect import CancelOnDisconnect
-from .middleware.drain import Drain, DrainMiddleware
+from .middleware.drain import DrainMiddleware
 from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
 from .middleware.request_id import RequestIdMiddleware
 from .routes import audio, chat, health, models, realtime
+from .serving.drain import Drain
 from .settings import Settings
 from .state import AppState
+from .ui import routes as ui
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +81,13 @@ def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None
     # A config.json that cannot say ends the server: its supervisor cannot launch it.
     segment_time = alignment.SEGMENT_TIME
     if settings.aligner:
-        with contextlib.suppress(launch.LaunchError):
+        with contextlib.suppress(LaunchError):
             segment_time = launch.aligner_config(settings.aligner).segment_time
     return Aligner(backend, segment_time, timeout=settings.request_timeout)
 
 
 class _App(FastAPI):
-    """FastAPI, with the audio routes (plain Starlette ones, see `routes.plain`) in its schema."""
+    """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) in its schema."""
 
     def openapi(self) -> dict[str, Any]:
         schema = super().openapi()
@@ -111,8 +115,7 @@ def create_app(
         catalog=Catalog(settings.served_name, settings.model_aliases, parts.started),
         supervisor=parts.asr,
         upstream=upstream,
-        upload_limit=int(settings.max_upload_mb * MIB),
-        drain=Drain(upstream, settings.shutdown_timeout),
+        drain=Drain(upstream.abort, settings.shutdown_timeout),
         aligner=_aligner(settings, parts.aligner),
     )
     supervisors = parts.supervisors
@@ -134,14 +137,15 @@ def create_app(
     errors.install(app)
     app.router.routes.extend(audio.routes)
     if settings.ui:
-        app.router.routes.extend(ui.routes())
+        app.router.routes.extend(ui.playground())
     for module in (chat, models, health, realtime):
-        app.include_router(module.router)
+        app.router.routes.extend(module.router.routes)
     # Added last is outermost: metrics see every answer, each carries its request id; the
-    # access log sees the id and the final status (an unexpected error's 500 included).
-    json_limit = int(settings.max_json_mb * MIB)
-    app.add_middleware(BodyLimit, caps=body_caps(state.upload_limit, json_limit))
+    # access log sees the id and the final status (an unexpected error's 500 included); a
+    # draining server refuses before the key is looked at, the key before the body is read.
+    app.add_middleware(BodyLimit, caps=body_caps(settings.upload_bytes, settings.json_bytes))
     app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(ErrorGuard)
     app.add_middleware(AccessLogMiddleware)

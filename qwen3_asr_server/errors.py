@@ -1,8 +1,19 @@
-"""Every error a client sees, in OpenAI's shape: {"error": {message, type, param, code}}.
+"""Every error the server raises on purpose, under one root, and the one way each is told.
 
-Routes raise `APIError`; the handlers here also reshape the framework's own errors (unknown
-route, wrong method, validation) so that nothing reaches a client in another shape. What no
-handler catches becomes a 500 in `middleware.error_guard`.
+`ServerError` is the root: a message, and what a client is told with it (an HTTP status and
+OpenAI's error fields: type, param, code, headers). Its kinds:
+
+- `APIError`: one request is answered with an error (a 400 about a field, a 401, a 503 while
+  vLLM loads, ...);
+- `EventError`: one Realtime client event is refused; the session goes on;
+- `LaunchError`: vLLM cannot be started as configured; the message says what to do;
+- `FatalBackendError`: a backend cannot be made to serve; the message is the server's last word.
+
+An error is serialised once, at the edge: `response` (and `send_error`, which refuses a
+WebSocket handshake too) for HTTP, `realtime.server_events.error` for a Realtime session.
+The handlers installed here also reshape the framework's own errors (unknown route, wrong
+method, validation), so that nothing reaches a client in another shape. What no handler
+catches becomes a 500 in `middleware.error_guard`.
 """
 
 from __future__ import annotations
@@ -15,35 +26,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
+POLICY_VIOLATION = 1008  # the WebSocket close code of a refused handshake, without an answer
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
-
-
-class APIError(Exception):
-    """An error with everything needed to answer it."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str | None = None,
-        param: str | None = None,
-        code: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type or error_type(status)
-        self.param = param
-        self.code = code
-        self.headers = dict(headers or {})
-
-    def body(self) -> dict[str, Any]:
-        return error_body(self.message, self.type, self.param, self.code)
 
 
 def error_type(status: int) -> str:
@@ -58,6 +46,68 @@ def error_body(
     code: str | None = None,
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+class ServerError(Exception):
+    """The root: what went wrong, and how a client is told (see the module)."""
+
+    status = 500
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status if status is not None else self.status
+        self.type = type or error_type(self.status)
+        self.param = param
+        self.code = code
+        self.headers = dict(headers or {})
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+class APIError(ServerError):
+    """An error that answers one request."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, status=status, type=type, param=param, code=code, headers=headers)
+
+
+class EventError(APIError):
+    """A Realtime client event the server refuses: an `error` event; the session goes on."""
+
+    def __init__(self, message: str, code: str, param: str | None = None) -> None:
+        super().__init__(400, message, param=param, code=code)
+
+
+class LaunchError(ServerError):
+    """vLLM cannot be started at all; the message says what to do."""
+
+    status = 503
+
+
+class FatalBackendError(ServerError):
+    """The backend cannot be made to serve; the message is the server's last word."""
+
+    status = 503
 
 
 def invalid(message: str, param: str | None, code: str = "invalid_value") -> APIError:
@@ -89,16 +139,25 @@ def model_not_found(model: str) -> APIError:
     )
 
 
-def response(error: APIError) -> JSONResponse:
-    return JSONResponse(
-        error.body(),
-        status_code=error.status,
-        headers=error.headers,
-    )
+def response(error: ServerError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
-async def _api_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, APIError)
+async def send_error(error: ServerError, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer an HTTP request with `error`, or refuse a WebSocket handshake with it: an HTTP
+    answer where the server can send one (ASGI's denial-response extension), else a close
+    (1008) whose reason is the start of the message."""
+    if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+        "extensions", {}
+    ):
+        reason = error.message[:120]
+        await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": reason})
+        return
+    await response(error)(scope, receive, send)
+
+
+async def _server_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServerError)
     return response(exc)
 
 
@@ -126,6 +185,6 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(APIError, _api_error)
+    app.add_exception_handler(ServerError, _server_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

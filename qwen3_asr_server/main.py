@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from . import serving
 from .app import create_app
+from .serving import server as serving
 from .settings import parse_args
 from .workers import manager
 

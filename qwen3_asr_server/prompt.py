@@ -15,8 +15,8 @@ from typing import Any
 
 import pybase64
 
-from .cleaning import ASR_TEXT_TAG, CONTROL_TOKEN
 from .languages import Language
+from .model_output import ASR_TEXT_TAG, CONTROL_TOKEN
 
 MAX_KEYWORDS = 100
 MAX_KEYWORD_CHARS = 100

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .speech import NEGATIVE_MARGIN, RATE, WINDOW, Probabilities
+from .audio import RATE
+from .silero import NEGATIVE_MARGIN, WINDOW, Probabilities
 
 FRAME_SECONDS = 0.02  # is_silent judges energy per 20 ms frame
 FLOOR_DBFS = -55.0  # frames quieter than this (RMS) are never speech

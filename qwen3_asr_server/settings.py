@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 ENV_PREFIX = "QWEN3_ASR_"
+MIB = 1 << 20  # the unit of the *_mb settings
 # Every transcription model id of OpenAI's API (openai 3.57's AudioModel and Realtime's
 # transcription models) but the diarizing one: clients and frameworks default to these.
 DEFAULT_ALIASES = (
@@ -64,7 +65,8 @@ class Settings(BaseSettings):
     )
     api_key: SecretStr | None = Field(
         None,
-        description="Require `Authorization: Bearer <key>` on the API (not /health, /metrics).",
+        description="Require `Authorization: Bearer <key>` on every route but /health, /livez, "
+        "/metrics, the playground and the API docs.",
         json_schema_extra={"env": "QWEN_API_KEY"},
     )
     backend_url: str | None = Field(
@@ -230,6 +232,16 @@ class Settings(BaseSettings):
     @property
     def served_name(self) -> str:
         return self.served_model_name or self.model
+
+    @property
+    def upload_bytes(self) -> int:
+        """The largest audio file, in bytes (--max-upload-mb)."""
+        return int(self.max_upload_mb * MIB)
+
+    @property
+    def json_bytes(self) -> int:
+        """The largest JSON body, in bytes (--max-json-mb)."""
+        return int(self.max_json_mb * MIB)
 
     @property
     def backend_headers(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
 
-from .speech import SharedModel
+from .silero import SharedModel
 
 if TYPE_CHECKING:
     from .backend.aligner import Aligner
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .backend.upstream import Upstream
     from .catalog import Catalog
     from .metrics import Metrics
-    from .middleware.drain import Drain
+    from .serving.drain import Drain
     from .settings import Settings
 
 
@@ -28,7 +28,6 @@ class AppState:
     catalog: Catalog
     supervisor: BackendState  # the ASR backend's
     upstream: Upstream
-    upload_limit: int  # bytes
     drain: Drain
     aligner: Aligner | None = None  # word timestamps (--aligner-url)
     decoding: asyncio.Semaphore = field(init=False)  # uploads decoded or cut (CPU-bound)

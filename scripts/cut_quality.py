@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server.audio import Audio  # noqa: E402
 from qwen3_asr_server.realtime.vad import SpeechDetector  # noqa: E402
-from qwen3_asr_server.speech import SpeechModel  # noqa: E402
+from qwen3_asr_server.silero import SpeechModel  # noqa: E402
 from qwen3_asr_server.transcription.transcribe import Options, plan  # noqa: E402
 from tests.fixtures.speech import noise, rms, sentence  # noqa: E402
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .. import alignment
+from ..errors import LaunchError
 from ..settings import Settings
 
 # --vllm-realtime: the same weights as the realtime model class, which adds /v1/realtime
@@ -36,10 +37,6 @@ RELEASED_TIMESTAMP_TOKEN_ID = 151705
 
 _NATIVE_MODEL_FILE = "vllm/model_executor/models/qwen3_asr.py"
 GiB = 1 << 30
-
-
-class LaunchError(Exception):
-    """vLLM cannot be started at all; the message says what to do."""
 
 
 @dataclass(frozen=True)

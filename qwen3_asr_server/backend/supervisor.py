@@ -22,7 +22,7 @@ from typing import Protocol
 
 import aiohttp
 
-from ..errors import unavailable
+from ..errors import FatalBackendError, LaunchError, unavailable
 from ..metrics import Metrics
 from ..settings import Settings
 from . import launch
@@ -37,10 +37,6 @@ STOP_GRACE = 10.0  # seconds vLLM gets to exit after SIGTERM before SIGKILL
 BACKOFF_MAX = 30.0
 PROBE_SECONDS = 5.0  # a probe of /health or /v1/models that takes longer has failed
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=PROBE_SECONDS)
-
-
-class FatalBackendError(Exception):
-    """The backend cannot be made to serve; the message is the server's last word."""
 
 
 # Looked up once here: the child must not load libraries between fork and exec.
@@ -242,7 +238,7 @@ class Supervisor:
     async def _supervise(self, build: Callable[[int], launch.Launch]) -> None:
         try:
             command = build(self.port)
-        except launch.LaunchError as exc:
+        except LaunchError as exc:
             raise FatalBackendError(str(exc)) from exc
         self.flavour = command.flavour
         self.device = command.device

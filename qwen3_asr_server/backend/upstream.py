@@ -1,7 +1,7 @@
 """The one HTTP client to vLLM: sends requests, turns every failure into an `APIError`.
 
 It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are built in
-`prompt`, answers are cleaned in `cleaning`.
+`prompt`, answers are cleaned in `model_output`.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ import pybase64
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from ..cleaning import SegmentedCleaner
 from ..errors import unavailable
+from ..model_output import SegmentedCleaner
 from .failures import SPEECH_BACKEND, failed, unreachable
 
 PATH = "/v1/realtime"

@@ -15,8 +15,8 @@ from starlette.datastructures import UploadFile
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import APIError
+from ..settings import MIB
 
-MIB = 1 << 20
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
 JSON_PATHS = ("/v1/chat/completions",)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..audio import RATE
 from ..segmentation import MIN_SPEECH_SECONDS
-from ..speech import CONTEXT, FULL_SCALE, NEGATIVE_MARGIN, WINDOW, SpeechModel
+from ..silero import CONTEXT, FULL_SCALE, NEGATIVE_MARGIN, WINDOW, SpeechModel
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,10 @@ class SpeechDetector:
         silence_ms: int = 500,
         prefix_ms: int = 300,
         max_speech_ms: int = 30_000,
-        rate: int = 16_000,
+        rate: int = RATE,
         start: int = 0,
     ) -> None:
-        if rate != 16_000:
+        if rate != RATE:
             raise ValueError("Silero VAD judges 16 kHz audio here")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError("threshold must lie between 0 and 1")

@@ -10,7 +10,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import alignment, audio, prompt
-from ..auth import authorize
 from ..backend.aligner import Aligner
 from ..errors import invalid
 from ..middleware import access_log, body_limits
@@ -18,7 +17,7 @@ from ..state import AppState, get_state
 from ..transcription import form, openapi, responses
 from ..transcription.streaming import TranscriptStream
 from ..transcription.transcribe import SUBTITLE_CHUNKING, Options, pieces, transcribe
-from .plain import PlainRoute
+from .named import NamedRoute
 
 MAX_FORM_FIELDS = 256  # keywords[] and languages[] are a field each
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of
@@ -38,8 +37,8 @@ async def translations(request: Request) -> Response:
 
 
 routes = [
-    PlainRoute("/v1/audio/transcriptions", transcriptions),
-    PlainRoute("/v1/audio/translations", translations),
+    NamedRoute("/v1/audio/transcriptions", transcriptions, methods=["POST"]),
+    NamedRoute("/v1/audio/translations", translations, methods=["POST"]),
 ]
 openapi_paths = {
     route.path: {"post": openapi.operation(translation=route.endpoint is translations)}
@@ -48,7 +47,6 @@ openapi_paths = {
 
 
 async def _transcribe(request: Request, *, translation: bool) -> Response:
-    authorize(request)
     state = get_state(request)
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
@@ -58,7 +56,7 @@ async def _transcribe(request: Request, *, translation: bool) -> Response:
         state.catalog.resolve(options.model)
         context = _context(state, options)
         aligner = _aligner_for(state, options)
-        body_limits.check_upload(options.upload, state.upload_limit)
+        body_limits.check_upload(options.upload, settings.upload_bytes)
         if not options.upload.size:
             raise invalid("The audio 'file' is empty.", "file", code="empty_file")
         state.upstream.check_ready()  # no decoding for a backend that cannot answer

@@ -1,5 +1,5 @@
 """GET /health (real readiness of the backends), GET /livez (the process is well) and GET
-/metrics; all without auth."""
+/metrics; all open (see `middleware.auth`)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,7 @@ import orjson
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from ..auth import bearer, check_key
-from ..errors import APIError, response
-from ..middleware.drain import shutting_down
+from ..errors import APIError, send_error
 from ..realtime.client_events import EventError, parse_client_event
 from ..realtime.server_events import event_error
 from ..realtime.session import ClientGone, Session
@@ -29,11 +27,9 @@ from ..state import AppState, get_state
 logger = logging.getLogger(__name__)
 router = APIRouter()
 
-KEY_PROTOCOL = "openai-insecure-api-key."  # how browsers, which cannot set headers, send it
 BETA_PROTOCOL = "openai-beta.realtime-v1"
 MAX_EVENT_BYTES = 4 << 20  # one client event; uvicorn's own frame limit (16 MiB) is above it
 SEND_TIMEOUT = 10.0  # seconds a client may leave our events unread before it is dropped
-POLICY_VIOLATION = 1008
 # RFC 6455's registry: "the service is restarted; a client may reconnect" (after a drain)
 SERVICE_RESTART = 1012
 RESTART_REASON = "The server is restarting: reconnect."
@@ -44,9 +40,9 @@ async def realtime(websocket: WebSocket) -> None:
     state = get_state(websocket)
     offered: list[str] = websocket.scope.get("subprotocols", [])
     try:
-        _admit(state, websocket, offered)
+        _admit(state, websocket)
     except APIError as exc:
-        await _refuse(websocket, exc)
+        await send_error(exc, websocket.scope, websocket.receive, websocket.send)
         return
     await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
     beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
@@ -73,7 +69,6 @@ async def realtime(websocket: WebSocket) -> None:
     await asyncio.to_thread(state.speech_model)  # the first session loads it: not on the loop
     session = Session(state, send, request_id, beta or BETA_PROTOCOL in offered)
     state.metrics.realtime_sessions.inc()
-    state.drain.enter()
     closing = asyncio.create_task(close_when_drained())
     try:
         await session.start()
@@ -95,19 +90,15 @@ async def realtime(websocket: WebSocket) -> None:
         await asyncio.wait([closing])
         await session.close()
         state.metrics.realtime_sessions.dec()
-        state.drain.leave()
         if websocket.client_state == WebSocketState.CONNECTED:
             # a client that does not read would hold the close frame (and us) forever
             with contextlib.suppress(RuntimeError, TimeoutError, asyncio.TimeoutError):
                 await asyncio.wait_for(websocket.close(), SEND_TIMEOUT)
 
 
-def _admit(state: AppState, websocket: WebSocket, offered: list[str]) -> None:
-    """Refuse, as the HTTP routes would, what must not get a session."""
-    if state.drain.draining:
-        raise shutting_down()
-    keys = [p.removeprefix(KEY_PROTOCOL) for p in offered if p.startswith(KEY_PROTOCOL)]
-    check_key(state.settings.api_key, bearer(websocket.headers) or next(iter(keys), None))
+def _admit(state: AppState, websocket: WebSocket) -> None:
+    """Refuse, as the HTTP routes would, what must not get a session (the key and a draining
+    server are refused before this, by the middleware)."""
     intent = websocket.query_params.get("intent")
     if intent is not None and intent != "transcription":
         raise APIError(
@@ -121,11 +112,3 @@ def _admit(state: AppState, websocket: WebSocket, offered: list[str]) -> None:
     if model is not None:
         state.catalog.resolve(model)
     state.upstream.check_ready()
-
-
-async def _refuse(websocket: WebSocket, error: APIError) -> None:
-    """An HTTP answer to the handshake when the server can send one, else close (1008)."""
-    if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        await websocket.send_denial_response(response(error))
-    else:
-        await websocket.close(POLICY_VIOLATION, error.message[:120])

@@ -20,8 +20,8 @@ import orjson
 from .. import languages
 from ..audio import Audio
 from ..backend.upstream import EventStream, Upstream
-from ..cleaning import LogprobFilter, StreamCleaner, transcription_logprob
 from ..errors import APIError
+from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..segmentation import Span
 from .transcribe import Options, joiner, request_body
 from .usage import Tokens

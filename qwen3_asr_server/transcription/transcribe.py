@@ -26,12 +26,12 @@ from ..alignment import Word
 from ..audio import RATE, Audio
 from ..backend.aligner import Aligner
 from ..backend.upstream import Upstream
-from ..cleaning import LogprobFilter, clean, transcription_logprob
 from ..errors import APIError
 from ..languages import Language
+from ..model_output import LogprobFilter, clean, transcription_logprob
 from ..segmentation import Chunking, Span
 from ..settings import Settings
-from ..speech import SpeechModel
+from ..silero import SpeechModel
 from .usage import Tokens
 
 T = TypeVar("T")

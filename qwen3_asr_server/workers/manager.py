@@ -1,6 +1,6 @@
 """The main process of `--workers N`: it runs the supervisors, starts the N workers (each
 listening on the port, see `serving.port_socket`), starts another in place of any that dies,
-and on SIGTERM or SIGINT tells every worker (which drains, see `middleware.drain`) and waits
+and on SIGTERM or SIGINT tells every worker (which drains, see `serving.drain`) and waits
 for them before it stops vLLM.
 
 A worker is `python -m qwen3_asr_server.workers.worker` with the server's own command line,
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from prometheus_client import multiprocess
 
-from .. import serving
 from ..backend import roles
 from ..backend.supervisor import Supervisor, die_with_parent
 from ..metrics import Metrics
-from ..middleware.drain import ANSWER_GRACE
+from ..serving import server as serving
+from ..serving.drain import ANSWER_GRACE
 from ..settings import Settings
 from .table import Table
 

@@ -19,11 +19,11 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from .. import serving
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
 from ..metrics import Metrics
+from ..serving import server as serving
 from ..settings import Settings, parse_args
 from .admission import SharedAdmission
 from .table import FILE_NAME, Table

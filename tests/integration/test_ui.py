@@ -75,3 +75,12 @@ async def test_no_ui_removes_the_routes() -> None:
             assert response.status_code == 404
             assert set(response.json()["error"]) == {"message", "type", "param", "code"}
         assert (await harness.http.get("/health")).status_code == 200
+
+
+async def test_the_page_and_its_files_are_counted_under_their_routes(harness: Harness) -> None:
+    for path in ("/", "/ui/app.js", "/ui/languages.json"):
+        assert (await harness.http.get(path)).status_code == 200
+    metrics = (await harness.http.get("/metrics")).text
+    for template in ("/", "/ui", "/ui/languages.json"):
+        assert f'method="GET",path="{template}",status="200"}} 1.0' in metrics, template
+    assert 'path="unmatched"' not in metrics

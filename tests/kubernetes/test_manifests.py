@@ -19,7 +19,7 @@ import yaml
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.supervisor import STOP_GRACE
 from qwen3_asr_server.metrics import Metrics
-from qwen3_asr_server.middleware.drain import ANSWER_GRACE
+from qwen3_asr_server.serving.drain import ANSWER_GRACE
 from qwen3_asr_server.settings import ENV_PREFIX, Settings
 from tests.fixtures.process import REPO
 

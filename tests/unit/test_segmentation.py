@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from qwen3_asr_server.audio import RATE
 from qwen3_asr_server.segmentation import (
     FRAME_SECONDS,
     PAD_SECONDS,
@@ -17,7 +18,7 @@ from qwen3_asr_server.segmentation import (
     is_silent,
     split,
 )
-from qwen3_asr_server.speech import RATE, WINDOW
+from qwen3_asr_server.silero import WINDOW
 
 PAD = round(PAD_SECONDS * RATE)
 SPEECH, PAUSE = 0.95, 0.02  # what Silero says of clear speech and of silence

@@ -7,9 +7,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from qwen3_asr_server.audio import Audio
+from qwen3_asr_server.audio import RATE, Audio
 from qwen3_asr_server.segmentation import Span
-from qwen3_asr_server.speech import CONTEXT, MIN_CHUNK, RATE, WINDOW, SharedModel, SpeechModel
+from qwen3_asr_server.silero import CONTEXT, MIN_CHUNK, WINDOW, SharedModel, SpeechModel
 from qwen3_asr_server.transcription.transcribe import Options, plan
 from tests.fixtures.speech import noise_only, scene, spoken
 

@@ -22,7 +22,8 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
-RATE = 16_000
+from .audio import RATE
+
 WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
 CONTEXT = 64  # samples of the window before that the model sees with each window
 NEGATIVE_MARGIN = 0.15  # speech goes on until the probability falls this far below threshold
@@ -36,7 +37,7 @@ State = npt.NDArray[np.float32]
 
 
 class SpeechModel:
-    """Silero VAD v5 (ONNX, `silero/`), one per process: every Realtime session and upload
+    """Silero VAD v5 (ONNX, `weights/silero/`), one per process: every Realtime session and upload
     shares the network and keeps its own recurrent state. One thread per inference, so that
     one caller never takes more than a core; ONNX Runtime releases the GIL while it runs, and
     one session may be run from several threads at once."""
@@ -52,7 +53,7 @@ class SpeechModel:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        model = resources.files(__package__).joinpath("silero/silero_vad.onnx").read_bytes()
+        model = resources.files(__package__).joinpath("weights/silero/silero_vad.onnx").read_bytes()
         self._session = onnxruntime.InferenceSession(
             model, options, providers=["CPUExecutionProvider"]
         )

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from qwen3_asr_server.cleaning import LogprobFilter, SegmentedCleaner, StreamCleaner, clean
+from qwen3_asr_server.model_output import LogprobFilter, SegmentedCleaner, StreamCleaner, clean
 
 RAW_ANSWERS = [
     ("language English<asr_text>Hello world.", "Hello world.", "English"),

@@ -10,10 +10,9 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
-from .middleware.body_limits import MIB
-from .middleware.drain import ANSWER_GRACE, Drain
-from .middleware.uvicorn_protocols import DenialAwareWebSocketsProtocol, guarded_protocol
-from .settings import Settings
+from ..settings import MIB, Settings
+from .drain import ANSWER_GRACE, Drain
+from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
 # mallopt's parameter numbers, from glibc's malloc.h
 _M_TRIM_THRESHOLD = -1
@@ -21,7 +20,7 @@ _M_MMAP_THRESHOLD = -3
 
 
 class Server(uvicorn.Server):
-    """uvicorn that drains the app (see `middleware.drain`) before its own shutdown begins."""
+    """uvicorn that drains the app (see `serving.drain`) before its own shutdown begins."""
 
     def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)

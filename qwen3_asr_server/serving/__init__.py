@@ -1,0 +1,2 @@
+"""The server's life as a process: uvicorn set up and run (one process or each worker), the
+protocol classes under it, and the drain that stops it without dropping a request."""
