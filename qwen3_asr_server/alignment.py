@@ -17,16 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .languages import Language, resolve
+
 TIMESTAMP = "<timestamp>"
 MAX_SECONDS = 180.0  # audio per aligner pass: Qwen's own limit for the 0.6B aligner
 SEGMENT_TIME = 0.08  # seconds per bin: the released checkpoint's timestamp_segment_time
-# The languages Qwen3-ForcedAligner-0.6B was trained on (English names, as the model says them)
+# The languages Qwen3-ForcedAligner-0.6B was trained on
 LANGUAGES = frozenset(
-    {
-        "Chinese", "English", "Cantonese", "French", "German", "Italian",
-        "Japanese", "Korean", "Portuguese", "Russian", "Spanish",
-    }
-)  # fmt: skip
+    resolve(code) for code in ("zh", "en", "yue", "fr", "de", "it", "ja", "ko", "pt", "ru", "es")
+)
 # The aligner's prompt is exactly the audio, then "word<timestamp><timestamp>...", with no chat
 # roles; vLLM must be given this as --chat-template, since the checkpoint's own (ChatML) one
 # would wrap the prompt silently.
@@ -40,7 +39,7 @@ CHAT_TEMPLATE = (
 )
 # Written without spaces: every character is a unit (Japanese words need a segmenter this
 # server does not ship, so its units are characters too)
-_BY_CHARACTER = frozenset({"Chinese", "Cantonese", "Japanese"})
+_BY_CHARACTER = frozenset(resolve(code) for code in ("zh", "yue", "ja"))
 _SHORT_GAP = 2  # out-of-order bins in a row that take a neighbour's value, not a line
 
 
@@ -65,7 +64,7 @@ class Unit:
     last: int
 
 
-def units(text: str, language: str | None) -> list[Unit]:
+def units(text: str, language: Language | None) -> list[Unit]:
     """The units the aligner times, in order: words of letters, digits and apostrophes
     (punctuation has no sound; inside a word it is dropped: "e-mail" is read "email"), and
     each CJK character on its own."""

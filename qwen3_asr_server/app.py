@@ -13,13 +13,14 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, errors
+from . import __version__, alignment, errors, prompt
 from .backend import launch, roles
 from .backend.admission import Admission, Slots, limit_of
 from .backend.aligner import Aligner
 from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
 from .catalog import Catalog
+from .chat.service import ChatService
 from .errors import LaunchError
 from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
@@ -30,10 +31,14 @@ from .middleware.drain import DrainMiddleware
 from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
 from .middleware.request_id import RequestIdMiddleware
+from .protocol.fields import Policy
 from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
+from .silero import SharedModel
+from .stages import registry
 from .state import AppState
+from .transcription.service import TranscriptionService
 from .ui import routes as ui
 
 logger = logging.getLogger(__name__)
@@ -95,6 +100,33 @@ class _App(FastAPI):
         return schema
 
 
+def app_state(settings: Settings, parts: Backends) -> AppState:
+    """The state of one app: its clients of the backends, its policy, its services."""
+    upstream = Upstream(settings, parts.asr, parts.admission)
+    catalog = Catalog(settings.served_name, settings.model_aliases, parts.started)
+    aligner = _aligner(settings, parts.aligner)
+    speech_model = SharedModel()
+    stages = registry.every(settings, aligner)
+    return AppState(
+        settings=settings,
+        metrics=parts.metrics,
+        catalog=catalog,
+        policy=Policy(
+            catalog,
+            context_limit=prompt.context_limit(settings.max_model_len, settings.segment_seconds),
+            upload_limit=settings.upload_bytes,
+            allow_remote_audio_urls=settings.allow_remote_audio_urls,
+        ),
+        supervisor=parts.asr,
+        upstream=upstream,
+        drain=Drain(upstream.abort, settings.shutdown_timeout),
+        transcription=TranscriptionService(settings, upstream, stages, speech_model, parts.metrics),
+        chat=ChatService(upstream, catalog),
+        speech_model=speech_model,
+        aligner=aligner,
+    )
+
+
 def create_app(
     settings: Settings,
     vllm_args: Sequence[str] = (),
@@ -107,30 +139,19 @@ def create_app(
     reads (see `workers`); otherwise the app runs supervisors of its own in its lifespan.
     """
     parts = backends or own_backends(settings, vllm_args, on_fatal)
-    metrics = parts.metrics
-    upstream = Upstream(settings, parts.asr, parts.admission)
-    state = AppState(
-        settings=settings,
-        metrics=metrics,
-        catalog=Catalog(settings.served_name, settings.model_aliases, parts.started),
-        supervisor=parts.asr,
-        upstream=upstream,
-        drain=Drain(upstream.abort, settings.shutdown_timeout),
-        aligner=_aligner(settings, parts.aligner),
-    )
-    supervisors = parts.supervisors
+    state = app_state(settings, parts)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        for each in supervisors:
+        for each in parts.supervisors:
             each.start()
         try:
             yield
         finally:
-            await upstream.aclose()
+            await state.upstream.aclose()
             if state.aligner is not None:
                 await state.aligner.aclose()
-            await asyncio.gather(*(each.stop() for each in supervisors))
+            await asyncio.gather(*(each.stop() for each in parts.supervisors))
 
     app = _App(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
     app.state.asr = state
@@ -140,9 +161,16 @@ def create_app(
         app.router.routes.extend(ui.playground())
     for module in (chat, models, health, realtime):
         app.router.routes.extend(module.router.routes)
-    # Added last is outermost: metrics see every answer, each carries its request id; the
-    # access log sees the id and the final status (an unexpected error's 500 included); a
-    # draining server refuses before the key is looked at, the key before the body is read.
+    _wrap(app, state)
+    return app
+
+
+def _wrap(app: FastAPI, state: AppState) -> None:
+    """The middleware. Added last is outermost: metrics see every answer, each carries its
+    request id; the access log sees the id and the final status (an unexpected error's 500
+    included); a draining server refuses before the key is looked at, the key before the
+    body is read."""
+    settings = state.settings
     app.add_middleware(BodyLimit, caps=body_caps(settings.upload_bytes, settings.json_bytes))
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
@@ -150,5 +178,4 @@ def create_app(
     app.add_middleware(ErrorGuard)
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
-    return app
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)

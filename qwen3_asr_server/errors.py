@@ -28,10 +28,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
+from .settings import MIB
+
 RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
 POLICY_VIOLATION = 1008  # the WebSocket close code of a refused handshake, without an answer
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+CLOSE = {"Connection": "close"}
 
 
 def error_type(status: int) -> str:
@@ -122,6 +125,34 @@ def unavailable(message: str) -> APIError:
         message,
         code="backend_unavailable",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+def _too_large(message: str, seen: int | None, **fields: str) -> APIError:
+    """A 413, whose `message` says `{read}` where the bytes sent go; the client is told to
+    close: the rest of its body is not read to reuse the connection."""
+    read = f" ({seen} bytes sent)" if seen is not None else ""
+    return APIError(413, message.format(read=read), headers=CLOSE, **fields)
+
+
+def too_large(limit: int, seen: int | None = None) -> APIError:
+    """An upload over `--max-upload-mb` (`seen`: the bytes it has)."""
+    return _too_large(
+        f"Maximum upload size exceeded: the audio file may be at most {limit // MIB} MB{{read}} "
+        "(--max-upload-mb). Compress it (e.g. to Opus or MP3) or split it.",
+        seen,
+        param="file",
+        code="file_too_large",
+    )
+
+
+def json_too_large(limit: int, seen: int | None = None) -> APIError:
+    """A JSON body over `--max-json-mb`."""
+    return _too_large(
+        f"The request body is too large: a JSON body may be at most {limit / MIB:g} MB{{read}} "
+        "(--max-json-mb). Send long audio as a file to /v1/audio/transcriptions instead.",
+        seen,
+        code="request_too_large",
     )
 
 

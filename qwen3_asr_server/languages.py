@@ -1,7 +1,9 @@
 """The 30 languages Qwen3-ASR recognises: ISO codes <-> the names the model speaks.
 
 The model names a language in English ("language French<asr_text>..."), so the English name
-is what goes into a forced-language prompt; clients may send either the code or the name.
+is what goes into a forced-language prompt; clients may send either the code or the name. A
+`Language` is what travels: from the request to the prompt, and from the model's answer
+(`named`) to the response's `languages` (`detected`).
 """
 
 from __future__ import annotations
@@ -63,10 +65,13 @@ def resolve(value: str) -> Language:
     return language
 
 
-def detected(names: Iterable[str]) -> list[dict[str, str]]:
-    """OpenAI's `languages` of a transcript: the ISO code of each language the model named,
-    once, first named first (`[]`: none, as for silence). A name this table does not know
-    has no code to give and is left out."""
-    found = (_LOOKUP.get(name.strip().lower()) for name in names)
-    codes = dict.fromkeys(language.code for language in found if language is not None)
-    return [{"code": code} for code in codes]
+def named(name: str) -> Language | None:
+    """The language the model named (`English`), or None for a name this table does not know
+    (the model's own `None`, which means no speech, included)."""
+    return _LOOKUP.get(name.strip().lower())
+
+
+def detected(heard: Iterable[Language]) -> list[dict[str, str]]:
+    """OpenAI's `languages` of a transcript: the ISO code of each language heard, once, first
+    heard first (`[]`: none, as for silence)."""
+    return [{"code": language.code} for language in dict.fromkeys(heard)]

@@ -56,6 +56,10 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livesum",
         )
+        self._count_backends()
+
+    def _count_backends(self) -> None:
+        """The backends, the work done with them, and the capacity in use."""
         # backend: "asr", or "aligner" for Qwen3-ForcedAligner's vLLM (word timestamps)
         self.model_ready = Gauge(*MODEL_READY, ["backend"], registry=self.registry)
         self.backend_info = Gauge(

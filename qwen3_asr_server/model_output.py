@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from . import languages
+from .languages import Language
+
 ASR_TEXT_TAG = "<asr_text>"
 NO_SPEECH = "None"
 _HEAD = "language "
@@ -85,12 +88,12 @@ class StreamCleaner:
         return self._silent
 
     @property
-    def spoken_language(self) -> str | None:
-        """The language the model heard, as it named it; None when it named none, or heard
-        no speech (`language None`)."""
+    def spoken_language(self) -> Language | None:
+        """The language the model heard; None when it named none, or one this server does not
+        know, or heard no speech (`language None`)."""
         if self._silent or self.language is None:
             return None
-        return self.language.strip()
+        return languages.named(self.language)
 
     def finish(self) -> str:
         """Flush what was held back: an answer that ended while it still looked like a prefix."""
@@ -122,8 +125,8 @@ class SegmentedCleaner:
         self._silent = False  # the current segment is `language None`
         self._segment_start = True  # no text of the current segment went out yet
         self._written = False  # some text went out
-        self._language: str | None = None  # the current segment's
-        self.spoken: list[str] = []  # the languages of segments with text, first first
+        self._language: Language | None = None  # the current segment's
+        self.spoken: list[Language] = []  # the languages of segments with text, first first
 
     def feed(self, piece: str) -> str:
         pending, self._held = self._held + piece, ""
@@ -137,7 +140,7 @@ class SegmentedCleaner:
             match = _SEGMENT.match(head)
             if match:
                 self._silent = match.group(1) == NO_SPEECH
-                self._language = match.group(1)
+                self._language = languages.named(match.group(1))
                 self._segment_start = True
                 pending = head[match.end() :]
             elif _could_become_segment(head):
@@ -192,7 +195,7 @@ def _head_start(text: str) -> int | None:
 class Cleaned:
     text: str
     language: str | None  # as the model named it ("English", "None"), if it did
-    spoken_language: str | None  # see StreamCleaner.spoken_language
+    spoken_language: Language | None  # see StreamCleaner.spoken_language
 
 
 def clean(raw: str) -> Cleaned:

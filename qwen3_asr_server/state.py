@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
-
-from .silero import SharedModel
 
 if TYPE_CHECKING:
     from .backend.aligner import Aligner
     from .backend.supervisor import BackendState
     from .backend.upstream import Upstream
     from .catalog import Catalog
+    from .chat.service import ChatService
     from .metrics import Metrics
+    from .protocol.fields import Policy
     from .serving.drain import Drain
     from .settings import Settings
+    from .silero import SharedModel
+    from .transcription.service import TranscriptionService
 
 
 @dataclass
@@ -26,16 +27,15 @@ class AppState:
     settings: Settings
     metrics: Metrics
     catalog: Catalog
+    policy: Policy  # what requests are checked against
     supervisor: BackendState  # the ASR backend's
     upstream: Upstream
     drain: Drain
-    aligner: Aligner | None = None  # word timestamps (--aligner-url)
-    decoding: asyncio.Semaphore = field(init=False)  # uploads decoded or cut (CPU-bound)
+    transcription: TranscriptionService
+    chat: ChatService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
-    speech_model: SharedModel = field(default_factory=SharedModel)
-
-    def __post_init__(self) -> None:
-        self.decoding = asyncio.Semaphore(self.settings.decode_workers)
+    speech_model: SharedModel
+    aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -4,7 +4,7 @@
 Builds `--minutes` of the tests' two espeak-ng sentences (`tests/fixtures/speech.py`) in
 random order with pauses of 0.3-1.5 s, speech at -20 dBFS, clean and in pink (or
 `--noise white`) noise at each `--snr`; plans its pieces as an upload is planned
-(`transcription.transcribe.plan`: Silero over the whole recording, then
+(`transcription.pieces.plan`: Silero over the whole recording, then
 `segmentation.split`); counts the piece edges that fall inside a sentence (by more than 50 ms)
 and the CPU per second of audio. `--stream` also times Silero run as one stream, window by
 window (as before batching), on the same audio.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server.audio import Audio  # noqa: E402
 from qwen3_asr_server.realtime.vad import SpeechDetector  # noqa: E402
 from qwen3_asr_server.silero import SpeechModel  # noqa: E402
-from qwen3_asr_server.transcription.transcribe import Options, plan  # noqa: E402
+from qwen3_asr_server.transcription.pieces import Options, plan  # noqa: E402
 from tests.fixtures.speech import noise, rms, sentence  # noqa: E402
 
 RATE = 16_000

@@ -16,6 +16,7 @@ import pybase64
 
 from .. import alignment
 from ..alignment import Word
+from ..languages import Language
 from .client import Client
 from .failures import failed, reaching
 from .supervisor import BackendState, check_ready
@@ -39,7 +40,7 @@ class Aligner:
         check_ready(self.supervisor, "The aligner (word timestamps)")
 
     async def align(
-        self, wav: bytes, text: str, language: str | None, offset: float = 0.0
+        self, wav: bytes, text: str, language: Language | None, offset: float = 0.0
     ) -> list[Word]:
         """The units of `text` with their times in the recording (`offset`: where `wav`
         begins in it); no request for a text with no word in it."""

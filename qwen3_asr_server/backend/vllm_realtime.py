@@ -27,6 +27,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ..errors import unavailable
+from ..languages import Language
 from ..model_output import SegmentedCleaner
 from .failures import SPEECH_BACKEND, failed, unreachable
 
@@ -73,7 +74,7 @@ class LiveUtterance:
         self.model = model
         self.headers = headers
         self.usage: dict[str, Any] = {}  # vLLM's, once done: prompt tokens of 5 s only
-        self.spoken: list[str] = []  # the languages heard, once done
+        self.spoken: list[Language] = []  # the languages heard, once done
         self._connection: ClientConnection | None = None
 
     async def open(self) -> None:

@@ -11,46 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from starlette.datastructures import UploadFile
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import APIError
+from ..errors import APIError, json_too_large, too_large
 from ..settings import MIB
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
 JSON_PATHS = ("/v1/chat/completions",)
-# Do not read the rest of the body to reuse the connection: the client is told to go.
-_CLOSE = {"Connection": "close"}
-
-
-def too_large(limit: int, seen: int | None = None) -> APIError:
-    read = f" ({seen} bytes sent)" if seen is not None else ""
-    return APIError(
-        413,
-        f"Maximum upload size exceeded: the audio file may be at most {limit // MIB} MB{read} "
-        "(--max-upload-mb). Compress it (e.g. to Opus or MP3) or split it.",
-        param="file",
-        code="file_too_large",
-        headers=_CLOSE,
-    )
-
-
-def json_too_large(limit: int, seen: int | None = None) -> APIError:
-    read = f" ({seen} bytes sent)" if seen is not None else ""
-    return APIError(
-        413,
-        f"The request body is too large: a JSON body may be at most {limit / MIB:g} MB{read} "
-        "(--max-json-mb). Send long audio as a file to /v1/audio/transcriptions instead.",
-        code="request_too_large",
-        headers=_CLOSE,
-    )
-
-
-def check_upload(upload: UploadFile, limit: int) -> None:
-    """The file part alone, once parsed, must also fit."""
-    if upload.size is not None and upload.size > limit:
-        raise too_large(limit, upload.size)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ of the utterances before, so that names and spellings carry over from one to the
 from __future__ import annotations
 
 from .. import prompt
-from .client_events import SessionConfig
+from ..protocol.realtime import SessionConfig
 
 MAX_CHARS = 1000  # of earlier transcripts kept as context
 

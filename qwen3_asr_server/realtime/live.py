@@ -1,13 +1,17 @@
-"""An utterance streamed into vLLM's own /v1/realtime while it is spoken (`--vllm-realtime`).
+"""Utterances streamed into vLLM's own /v1/realtime while they are spoken (`--vllm-realtime`).
 
-The session hands the audio over as the VAD lets it go (`Live.send_until`); `relay` feeds it
-to vLLM as it comes and passes every text on as vLLM answers, so a long utterance's words
-arrive before the speaker stops.
+The session's turns hand each utterance's audio over as the VAD lets it go
+(`Live.send_until`); its relay feeds it to vLLM as it comes and passes every text on as vLLM
+answers, so a long utterance's words arrive before the speaker stops. vLLM's endpoint takes
+no language, prompt or context: a session that sets one, or asks for logprobs, is
+transcribed by the worker instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -15,8 +19,18 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audio import RATE
+from ..backend import vllm_realtime
 from ..backend.vllm_realtime import LiveUtterance
+from ..errors import APIError
+from ..protocol.realtime import SessionConfig
+from ..state import AppState
+from ..transcription.usage import Tokens
+from . import server_events as events
 from .buffer import AudioBuffer
+from .server_events import ClientGone, Send
+from .worker import Transcriber
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,6 +49,11 @@ class Live:
             self.chunks.put_nowait(buffer.samples(self.sent, end))
             self.seconds += (end - self.sent) / RATE
             self.sent = end
+
+    def end(self, cancelled: bool = False) -> None:
+        """No more audio: the utterance is over (or, `cancelled`, wanted no more)."""
+        self.cancelled = cancelled
+        self.chunks.put_nowait(None)
 
 
 async def relay(
@@ -66,3 +85,62 @@ async def relay(
             await asyncio.wait([reader])
         await utterance.close()
     return "".join(parts)
+
+
+class Relays:
+    """A session's live utterances: at most one being spoken, earlier ones still answering."""
+
+    def __init__(self, state: AppState, send: Send, transcriber: Transcriber) -> None:
+        self.state = state
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._offered = False  # vLLM's own realtime endpoint answers
+        self._send = send
+        self._transcriber = transcriber  # whose history and metrics a live transcript joins
+
+    async def start(self) -> None:
+        settings = self.state.settings
+        if settings.vllm_realtime:
+            base_url = self.state.supervisor.url
+            try:
+                self._offered = await vllm_realtime.offered(base_url, settings.backend_headers)
+            except APIError:
+                logger.warning("vLLM's realtime endpoint did not answer; using the chat path")
+
+    def begin(self, config: SessionConfig, item_id: str, start: int) -> Live | None:
+        """A relay for the utterance starting at stream position `start`, if vLLM's endpoint
+        serves this session: it takes no language or context."""
+        asked = config.language or config.languages or config.prompt or config.keywords
+        if not self._offered or asked or config.logprobs:
+            return None
+        live = Live(item_id, start)
+        task = asyncio.create_task(self._relay(live))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return live
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(set(self.tasks))
+
+    async def _relay(self, live: Live) -> None:
+        with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
+            settings = self.state.settings
+            utterance = LiveUtterance(
+                self.state.supervisor.url, self.state.upstream.model, settings.backend_headers
+            )
+
+            async def delta(text: str) -> None:
+                await self._send(events.transcription_delta(live.item_id, text))
+
+            try:
+                transcript = await relay(live, utterance, delta)
+            except APIError as exc:
+                await self._send(events.transcription_failed(live.item_id, exc))
+                return
+            if transcript is not None:
+                tokens = Tokens.of(utterance.usage)
+                await self._transcriber.completed(
+                    live.item_id, transcript, live.seconds, tokens, None, utterance.spoken
+                )

@@ -2,24 +2,31 @@
 
 Shapes follow the openai SDK's types (`openai.types.realtime`, and `openai.types.beta.realtime`
 for beta clients); every event gets a fresh `event_id`. Client events are parsed in
-`client_events`.
+`client_events` and `protocol.realtime`.
 """
 
 from __future__ import annotations
 
 import secrets
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .. import languages
-from .client_events import LOGPROBS, EventError, SessionConfig
+from ..errors import ServerError
+from ..languages import Language
+from ..protocol.realtime import LOGPROBS, SessionConfig
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _SESSION_OBJECT = "realtime.transcription_session"
 
 Event = dict[str, Any]
 LogProbs = Sequence[Mapping[str, Any]]  # [{"token", "bytes", "logprob"}, ...]
+Send = Callable[[Event], Awaitable[None]]  # how a session's parts send; raises ClientGone
+
+
+class ClientGone(Exception):
+    """Events can no longer reach the client: it left, or stopped reading."""
 
 
 def new_id(prefix: str) -> str:
@@ -174,10 +181,10 @@ def transcription_completed(
     usage: Mapping[str, Any],
     content_index: int = 0,
     logprobs: LogProbs | None = None,
-    spoken: Sequence[str] = (),
+    spoken: Sequence[Language] = (),
 ) -> Event:
     """The whole transcript of an item. `usage`: see `transcription.usage.Tokens.body`;
-    `spoken`: the languages heard, as the model named them."""
+    `spoken`: the languages heard."""
     fields: dict[str, Any] = {
         "item_id": item_id,
         "content_index": content_index,
@@ -190,35 +197,19 @@ def transcription_completed(
     return _event("conversation.item.input_audio_transcription.completed", **fields)
 
 
-def transcription_failed(
-    item_id: str,
-    message: str,
-    code: str | None = None,
-    type: str = "server_error",
-    content_index: int = 0,
-) -> Event:
+def transcription_failed(item_id: str, failure: ServerError, content_index: int = 0) -> Event:
     """An item's transcription failed (its own event, so the client knows which item)."""
-    error = {"type": type, "code": code, "message": message, "param": None}
+    error = {"type": "server_error", "code": failure.code, "message": failure.message}
     return _event(
         "conversation.item.input_audio_transcription.failed",
         item_id=item_id,
         content_index=content_index,
-        error=error,
+        error={**error, "param": None},
     )
 
 
-def error(
-    message: str,
-    code: str | None = None,
-    param: str | None = None,
-    type: str = "invalid_request_error",
-    client_event_id: str | None = None,
-) -> Event:
-    """An `error` event; `client_event_id` quotes the client event it is about."""
-    body = {"type": type, "code": code, "message": message, "param": param}
-    return _event("error", error={**body, "event_id": client_event_id})
-
-
-def event_error(exc: EventError, client_event_id: str | None = None) -> Event:
-    """The `error` event answering a refused client event."""
-    return error(exc.message, exc.code, exc.param, client_event_id=client_event_id)
+def error(failure: ServerError, client_event_id: str | None = None) -> Event:
+    """The `error` event of a refused client event (or any error of the session), from the
+    same error a request would get; `client_event_id` quotes the client event it is about."""
+    body = {"type": failure.type, "code": failure.code, "message": failure.message}
+    return _event("error", error={**body, "param": failure.param, "event_id": client_event_id})

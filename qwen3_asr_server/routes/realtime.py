@@ -18,10 +18,11 @@ import orjson
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from ..errors import APIError, send_error
-from ..realtime.client_events import EventError, parse_client_event
-from ..realtime.server_events import event_error
-from ..realtime.session import ClientGone, Session
+from ..errors import APIError, EventError, send_error
+from ..realtime import server_events as events
+from ..realtime.client_events import parse_client_event
+from ..realtime.server_events import ClientGone
+from ..realtime.session import Session
 from ..state import AppState, get_state
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ async def realtime(websocket: WebSocket) -> None:
             try:
                 event = parse_client_event(frame or b"", MAX_EVENT_BYTES)
             except EventError as exc:
-                await send(event_error(exc))
+                await send(events.error(exc))
                 continue
             await session.handle(event)
     except (WebSocketDisconnect, ClientGone):

@@ -21,9 +21,10 @@ from .. import languages
 from ..audio import Audio
 from ..backend.upstream import EventStream, Upstream
 from ..errors import APIError
+from ..languages import Language
 from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..segmentation import Span
-from .transcribe import Options, joiner, request_body
+from .pieces import Options, joiner, request_body
 from .usage import Tokens
 
 DELTA = "transcript.text.delta"
@@ -37,7 +38,7 @@ class _Item:
 
     text: str = ""
     logprobs: list[dict[str, Any]] = field(default_factory=list)
-    language: str | None = None
+    language: Language | None = None
     end: bool = False
     tokens: Tokens = field(default_factory=Tokens)
     error: APIError | None = None
@@ -73,7 +74,7 @@ class TranscriptStream:
         self.closing = False
         self.first: _Item | None = None
         self.tokens = Tokens()  # totals, known once the events are through
-        self.spoken: list[str] = []  # the languages heard, first heard first
+        self.spoken: list[Language] = []  # the languages heard, first heard first
         self.text: str | None = None  # the whole text, once it is through
 
     async def start(self) -> None:
@@ -194,7 +195,6 @@ class TranscriptStream:
 async def _relay(events: EventStream, queue: asyncio.Queue[_Item], options: Options) -> _Item:
     """Put a piece's clean deltas into `queue`; return its last item (end, error, or a
     language outside the client's list, found before any text)."""
-    forced = options.language.name if options.language else None
     cleaner = StreamCleaner()
     kept = LogprobFilter()
     usage: dict[str, Any] | None = None
@@ -212,7 +212,7 @@ async def _relay(events: EventStream, queue: asyncio.Queue[_Item], options: Opti
                     logprobs += kept.finish()
                 if text or logprobs:
                     entries = [transcription_logprob(entry) for entry in logprobs]
-                    language = cleaner.spoken_language or forced
+                    language = cleaner.spoken_language or options.language
                     queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
     except APIError as exc:
         return _Item(error=exc)

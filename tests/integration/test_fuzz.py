@@ -32,7 +32,7 @@ from starlette.responses import Response
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.transcription.form import FORMATS
+from qwen3_asr_server.transcription.formats import FORMATS
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import corpus
 from tests.fixtures.harness import MODEL, LiveServer
@@ -220,7 +220,7 @@ def audio_forms(draw: st.DrawFn) -> list[tuple[str, Any]]:
 def valid_audio_forms(draw: st.DrawFn, translation: bool) -> list[tuple[str, Any]]:
     """Forms every field of which is right, alone and together, in any order and spelling."""
     padded = st.sampled_from(["{}", " {} ", "{}\n"])
-    response_format = draw(st.sampled_from(FORMATS))
+    response_format = draw(st.sampled_from(tuple(FORMATS)))
     parts: list[tuple[str, Any]] = [("response_format", response_format)]
     parts.append(("file", (draw(texts), draw(st.sampled_from(GOOD_AUDIO)), "audio/wav")))
     optional = {

@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from qwen3_asr_server.alignment import Unit, Word, aligner_text, best_bins, repair, units, words
+from qwen3_asr_server.languages import resolve
+
+ENGLISH = resolve("en")
 
 
 @pytest.mark.parametrize(
@@ -26,18 +29,18 @@ from qwen3_asr_server.alignment import Unit, Word, aligner_text, best_bins, repa
     ],
 )
 def test_units(text: str, language: str | None, expected: list[str]) -> None:
-    found = units(text, language)
+    found = units(text, resolve(language) if language else None)
     assert [unit.text for unit in found] == expected
     for unit in found:  # each lies where it was read, punctuation inside a word included
         assert text[unit.first : unit.last].replace("-", "") == unit.text
 
 
 def test_units_keep_where_a_word_with_punctuation_inside_lies() -> None:
-    assert units("an e-mail.", "English") == [Unit("an", 0, 2), Unit("email", 3, 9)]
+    assert units("an e-mail.", ENGLISH) == [Unit("an", 0, 2), Unit("email", 3, 9)]
 
 
 def test_aligner_text_puts_two_timestamps_after_every_unit() -> None:
-    assert aligner_text(units("Hello world", "English")) == (
+    assert aligner_text(units("Hello world", ENGLISH)) == (
         "Hello<timestamp><timestamp>world<timestamp><timestamp>"
     )
     assert aligner_text([]) == ""
@@ -82,7 +85,7 @@ def test_repair_is_fast_and_monotonic_for_an_hour_of_words() -> None:
 
 
 def test_words_take_rows_in_pairs_and_add_the_offset() -> None:
-    found = units("Hello, world.", "English")
+    found = units("Hello, world.", ENGLISH)
     assert words(found, [5, 10, 15, 20], 0.08, offset=30.0) == [
         Word("Hello", 30.4, 30.8, 0, 5),
         Word("world", 31.2, 31.6, 7, 12),

@@ -34,7 +34,8 @@ def test_clean(raw: str, text: str, language: str | None) -> None:
     assert cleaned.text == text
     assert cleaned.language == language
     # the language to report: none for `language None`, which means no speech was heard
-    assert cleaned.spoken_language == (None if language == "None" else language)
+    heard = cleaned.spoken_language
+    assert (heard.name if heard else None) == (None if language == "None" else language)
 
 
 def _stream(pieces: list[str]) -> str:

@@ -10,7 +10,7 @@ import pytest
 from qwen3_asr_server.audio import RATE, Audio
 from qwen3_asr_server.segmentation import Span
 from qwen3_asr_server.silero import CONTEXT, MIN_CHUNK, WINDOW, SharedModel, SpeechModel
-from qwen3_asr_server.transcription.transcribe import Options, plan
+from qwen3_asr_server.transcription.pieces import Options, plan
 from tests.fixtures.speech import noise_only, scene, spoken
 
 MODEL = SpeechModel()

@@ -44,11 +44,9 @@ from openai.types.realtime.realtime_conversation_item_user_message import (
 )
 
 from qwen3_asr_server import languages
+from qwen3_asr_server.errors import APIError, EventError, ServerError
+from qwen3_asr_server.protocol.realtime import SessionConfig
 from qwen3_asr_server.realtime import server_events as events
-from qwen3_asr_server.realtime.client_events import (
-    EventError,
-    SessionConfig,
-)
 from qwen3_asr_server.transcription.usage import Tokens
 
 GA = SessionConfig()
@@ -135,8 +133,9 @@ def test_transcription_delta(model: type[pydantic.BaseModel]) -> None:
 )
 def test_transcription_completed(model: type[pydantic.BaseModel]) -> None:
     usage = Tokens(input=40, output=3, audio=26).body()
+    heard = [languages.resolve(name) for name in ("French", "English", "French")]
     built = events.transcription_completed(
-        "item_a", "Hello.", usage, logprobs=LOGPROBS, spoken=["French", "English", "French"]
+        "item_a", "Hello.", usage, logprobs=LOGPROBS, spoken=heard
     )
     parsed = sdk(model, built)
     assert (parsed.item_id, parsed.transcript, parsed.content_index) == ("item_a", "Hello.", 0)
@@ -159,7 +158,8 @@ def test_logprobs_are_left_out_unless_asked_for() -> None:
 
 
 def test_transcription_failed() -> None:
-    event = events.transcription_failed("item_a", "The model is unavailable.", "upstream_error")
+    failure = APIError(503, "The model is unavailable.", code="upstream_error")
+    event = events.transcription_failed("item_a", failure)
     parsed = sdk(ConversationItemInputAudioTranscriptionFailedEvent, event)
     assert (parsed.item_id, parsed.content_index) == ("item_a", 0)
     assert (parsed.error.type, parsed.error.code) == ("server_error", "upstream_error")
@@ -169,11 +169,11 @@ def test_transcription_failed() -> None:
 @pytest.mark.parametrize("model", [RealtimeErrorEvent, BetaErrorEvent])
 def test_error_event_quotes_the_client_event(model: type[pydantic.BaseModel]) -> None:
     exc = EventError("Bad rate.", "invalid_value", "session.audio.input.format.rate")
-    parsed = sdk(model, events.event_error(exc, client_event_id="evt_client_7"))
+    parsed = sdk(model, events.error(exc, client_event_id="evt_client_7"))
     assert parsed.error.type == "invalid_request_error"
     assert (parsed.error.code, parsed.error.param) == ("invalid_value", exc.param)
     assert (parsed.error.message, parsed.error.event_id) == ("Bad rate.", "evt_client_7")
-    plain = sdk(model, events.error("Server busy.", type="server_error"))
+    plain = sdk(model, events.error(ServerError("Server busy.")))
     assert (plain.error.type, plain.error.code, plain.error.event_id) == (
         "server_error",
         None,

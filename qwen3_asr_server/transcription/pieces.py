@@ -1,5 +1,7 @@
 """Decoded audio in, transcript out: one request for a short clip, concurrent pieces otherwise.
 
+The transcription service (`service`) decides what to ask; this is how it is asked.
+
 A short clip that only needs text (`json`, `text`) goes upstream whole, as one request, so a
 voice agent pays nothing for segmentation. Longer audio, and every request for timestamps
 (`verbose_json`, `srt`, `vtt`), is cut at pauses into pieces no longer than the model's
@@ -21,107 +23,48 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import alignment, prompt, segmentation
-from ..alignment import Word
+from .. import prompt, segmentation
 from ..audio import RATE, Audio
-from ..backend.aligner import Aligner
 from ..backend.upstream import Upstream
 from ..errors import APIError
 from ..languages import Language
 from ..model_output import LogprobFilter, clean, transcription_logprob
 from ..segmentation import Chunking, Span
-from ..settings import Settings
 from ..silero import SpeechModel
+from .transcript import Segment, Transcript
 from .usage import Tokens
 
 T = TypeVar("T")
 # Written without spaces between words: pieces join without one.
-UNSPACED_LANGUAGES = frozenset({"Chinese", "Japanese", "Cantonese", "Thai"})
-# Subtitles without word times: every pause this long ends a piece, so cues follow speech
-SUBTITLE_CHUNKING = Chunking(min_pause=0.7, every_pause=True)
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue", "th"})
 
 
 @dataclass(frozen=True)
 class Options:
-    language: Language | None
+    """How one recording is transcribed: what the model is told, where the audio is cut."""
+
+    language: Language | None  # forced
     context: str | None
     temperature: float
     timed: bool  # segments with timestamps are wanted
     logprobs: bool  # the text tokens' log-probabilities are wanted (include[]=logprobs)
-    window: float  # seconds the model takes at once
+    window: float  # seconds the model (and every stage) takes at once
     concurrency: int  # pieces of this request in flight upstream
-    aligner: Aligner | None = None  # set when word times are wanted (words, or cues)
     candidates: tuple[Language, ...] = ()  # languages[] with several: the ones allowed
     chunking: Chunking | None = None  # where to cut; None: whole when it fits, else pauses
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        language: Language | None,
-        context: str | None,
-        temperature: float = 0.0,
-        timed: bool = False,
-        logprobs: bool = False,
-        aligner: Aligner | None = None,
-        candidates: tuple[Language, ...] = (),
-        chunking: Chunking | None = None,
-    ) -> Options:
-        """A request's options with the server's window and concurrency; a piece that is to
-        be aligned is aligned in one pass, so it must fit the aligner's window too."""
-        window = settings.segment_seconds
-        if aligner is not None:
-            window = min(window, alignment.MAX_SECONDS)
-        return cls(
-            language=language,
-            context=context,
-            temperature=temperature,
-            timed=timed,
-            logprobs=logprobs,
-            window=window,
-            concurrency=settings.segment_concurrency,
-            aligner=aligner,
-            candidates=candidates,
-            chunking=chunking,
-        )
 
     def forcing(self, language: Language) -> Options:
         return dataclasses.replace(self, language=language, candidates=())
 
-    def outside(self, spoken: str | None) -> bool:
+    def outside(self, spoken: Language | None) -> bool:
         """Whether the model heard a language the client did not list."""
-        names = {language.name for language in self.candidates}
-        return bool(names) and spoken is not None and spoken not in names
-
-
-@dataclass(frozen=True)
-class Segment:
-    start: float
-    end: float
-    text: str
-    tokens: list[int]  # the ids the model generated, when the backend returns them
-    avg_logprob: float  # mean log-probability of those tokens (0.0 when unknown)
-    logprobs: list[dict[str, Any]]  # OpenAI's {token, logprob, bytes} for the text's tokens
-    words: list[Word] | None = None  # its units' times, when aligned
-
-
-@dataclass(frozen=True)
-class Transcript:
-    text: str
-    language: str | None  # English name, as the model said it or as it was forced
-    duration: float
-    segments: list[Segment]
-    logprobs: list[dict[str, Any]]
-    tokens: Tokens = dataclasses.field(default_factory=Tokens)
-    words: list[Word] | None = None  # every segment's, when aligned
-    spoken: tuple[str, ...] = ()  # every language heard (English names), first heard first
+        return bool(self.candidates) and spoken is not None and spoken not in self.candidates
 
 
 @dataclass(frozen=True)
 class _Piece:
     segment: Segment
-    language: str | None  # as the model said it, or as it was forced
+    language: Language | None  # as the model said it, or as it was forced
     tokens: Tokens
 
 
@@ -140,17 +83,6 @@ def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> li
     return segmentation.split(probabilities, len(samples), options.window, options.chunking)
 
 
-async def pieces(
-    audio: Audio, options: Options, model: Callable[[], SpeechModel], slots: asyncio.Semaphore
-) -> list[Span]:
-    """`plan` from the event loop: in a thread, among the `slots` CPU-bound jobs (decoding),
-    when it listens for pauses."""
-    if whole(audio, options):
-        return plan(audio, options, model)
-    async with slots:
-        return await asyncio.to_thread(plan, audio, options, model)
-
-
 def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options) -> dict[str, Any]:
     """The chat request that transcribes one piece."""
     body = prompt.transcription_request(
@@ -166,9 +98,9 @@ def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options)
     return body
 
 
-def joiner(language: str | None) -> str:
+def joiner(language: Language | None) -> str:
     """What goes between the texts of two pieces."""
-    return "" if language in UNSPACED_LANGUAGES else " "
+    return "" if language is not None and language.code in UNSPACED_LANGUAGES else " "
 
 
 async def transcribe(
@@ -180,47 +112,19 @@ async def transcribe(
         async with slots:
             return await _transcribe_span(upstream, audio, span, options, request_id)
 
-    answered = await _all_or_nothing(one(span) for span in spans)
+    answered = await all_or_nothing(one(span) for span in spans)
     pieces = [piece for piece in answered if piece.segment.text]
     spoken = tuple(dict.fromkeys(piece.language for piece in pieces if piece.language))
-    language = spoken[0] if spoken else (options.language.name if options.language else None)
-    separator = joiner(language)
-    segments = [piece.segment for piece in pieces]
-    words = None
-    if options.aligner is not None:
-        aligner = options.aligner
-        segments = await _all_or_nothing(
-            _align(aligner, audio, each, language, slots) for each in segments
-        )
-        words = [word for segment in segments for word in segment.words or ()]
+    language = spoken[0] if spoken else options.language
     return Transcript(
-        text=separator.join(piece.segment.text for piece in pieces),
+        text=joiner(language).join(piece.segment.text for piece in pieces),
         language=language,
         duration=audio.duration,
-        segments=segments,
+        segments=[piece.segment for piece in pieces],
         logprobs=[entry for piece in pieces for entry in piece.segment.logprobs],
         tokens=sum((piece.tokens for piece in answered), Tokens()),
-        words=words,
         spoken=spoken,
     )
-
-
-async def _align(
-    aligner: Aligner,
-    audio: Audio,
-    segment: Segment,
-    language: str | None,
-    slots: asyncio.Semaphore,
-) -> Segment:
-    """The segment with its words, running from its first word's start to its last word's
-    end: the pause-cut piece included silence the words do not. A piece is at most the
-    model's window, so within the aligner's limit."""
-    start, end = round(segment.start * RATE), round(segment.end * RATE)
-    async with slots:
-        words = await aligner.align(audio.wav(start, end), segment.text, language, segment.start)
-    if not words:
-        return dataclasses.replace(segment, words=[])
-    return dataclasses.replace(segment, start=words[0].start, end=words[-1].end, words=words)
 
 
 async def _transcribe_span(
@@ -257,8 +161,8 @@ async def _ask(
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
         logprobs=[transcription_logprob(e) for e in kept.feed(entries) + kept.finish()],
     )
-    forced = options.language.name if options.language else None
-    return _Piece(segment, cleaned.spoken_language or forced, Tokens.of(answer.get("usage")))
+    language = cleaned.spoken_language or options.language
+    return _Piece(segment, language, Tokens.of(answer.get("usage")))
 
 
 def _choice(answer: dict[str, Any]) -> dict[str, Any]:
@@ -273,7 +177,7 @@ def _content(choice: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-async def _all_or_nothing(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+async def all_or_nothing(awaitables: Iterable[Awaitable[T]]) -> list[T]:
     """Run all at once; the first failure cancels the rest and is raised as it is."""
     pending = list(awaitables)
     if len(pending) == 1:  # the usual short clip: no task to make, wait on and cancel

@@ -1,21 +1,22 @@
-"""Shape a transcript as the client asked (`response_format`), exactly as OpenAI's API does."""
+"""A transcript in each `response_format`, exactly as OpenAI's API shapes it: one renderer per
+format (`formats` lists them). Pure: a JSON object or the text of the answer."""
 
 from __future__ import annotations
 
 import zlib
-from typing import Any
-
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from typing import TYPE_CHECKING, Any
 
 from .. import languages, subtitles
-from .transcribe import Segment, Transcript
+from .transcript import Segment, Transcript
 from .usage import duration
 
-CONTENT_TYPES = {
-    "text": "text/plain; charset=utf-8",
-    "srt": "application/x-subrip; charset=utf-8",
-    "vtt": "text/vtt; charset=utf-8",
-}
+if TYPE_CHECKING:
+    from ..protocol.form import AudioRequest
+
+Body = dict[str, Any] | str
+TRANSLATION_NOTE = (
+    "Qwen3-ASR does not translate: this is the transcript in the spoken language{language}."
+)
 
 
 def compression_ratio(text: str) -> float:
@@ -40,25 +41,44 @@ def _segment(index: int, segment: Segment, temperature: float) -> dict[str, Any]
     }
 
 
-def verbose(
-    transcript: Transcript,
-    *,
-    task: str,
-    temperature: float,
-    granularities: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
+def _noted(body: dict[str, Any], transcript: Transcript, request: AudioRequest) -> dict[str, Any]:
+    """A translation says in its JSON that it is a transcript (the translation shim)."""
+    if request.translation:
+        spoken = f" ({transcript.language.name})" if transcript.language else ""
+        body["_note"] = TRANSLATION_NOTE.format(language=spoken)
+    return body
+
+
+def json(transcript: Transcript, request: AudioRequest) -> Body:
+    """OpenAI's json; usage in seconds for whisper-1 (and other names), as it bills them."""
+    usage = duration(transcript.duration) if request.usage_in_seconds else transcript.tokens.body()
+    body: dict[str, Any] = {
+        "text": transcript.text,
+        "languages": languages.detected(transcript.spoken),
+        "usage": usage,
+    }
+    if request.logprobs:
+        body["logprobs"] = transcript.logprobs
+    return _noted(body, transcript, request)
+
+
+def text(transcript: Transcript, request: AudioRequest) -> Body:
+    return transcript.text + "\n"
+
+
+def verbose_json(transcript: Transcript, request: AudioRequest) -> Body:
     """OpenAI's verbose_json: `segments` unless only words were asked for, `words` if they
     were."""
     body: dict[str, Any] = {
-        "task": task,
-        "language": (transcript.language or "unknown").lower(),
+        "task": request.task,
+        "language": transcript.language.name.lower() if transcript.language else "unknown",
         "duration": round(transcript.duration, 3),
         "text": transcript.text,
         "languages": languages.detected(transcript.spoken),
     }
-    if granularities != {"word"}:
+    if request.timestamp_granularities != {"word"}:
         body["segments"] = [
-            _segment(index, segment, temperature)
+            _segment(index, segment, request.temperature)
             for index, segment in enumerate(transcript.segments)
         ]
     if transcript.words is not None:
@@ -66,7 +86,7 @@ def verbose(
             {"word": word.word, "start": word.start, "end": word.end} for word in transcript.words
         ]
     body["usage"] = duration(transcript.duration)
-    return body
+    return _noted(body, transcript, request)
 
 
 def cues(transcript: Transcript) -> list[subtitles.Cue]:
@@ -81,36 +101,9 @@ def cues(transcript: Transcript) -> list[subtitles.Cue]:
     return found
 
 
-def render(
-    transcript: Transcript,
-    response_format: str,
-    *,
-    task: str,
-    temperature: float,
-    logprobs: bool = False,
-    note: str | None = None,
-    granularities: frozenset[str] = frozenset(),
-    by_duration: bool = False,
-) -> Response:
-    """`by_duration`: json's usage in seconds, as whisper-1's is, not in tokens."""
-    if response_format in ("srt", "vtt"):
-        writer = subtitles.srt if response_format == "srt" else subtitles.vtt
-        return PlainTextResponse(
-            writer(cues(transcript)), media_type=CONTENT_TYPES[response_format]
-        )
-    if response_format == "text":
-        return PlainTextResponse(transcript.text + "\n", media_type=CONTENT_TYPES["text"])
-    if response_format == "verbose_json":
-        body = verbose(transcript, task=task, temperature=temperature, granularities=granularities)
-    else:
-        usage = duration(transcript.duration) if by_duration else transcript.tokens.body()
-        body = {
-            "text": transcript.text,
-            "languages": languages.detected(transcript.spoken),
-            "usage": usage,
-        }
-        if logprobs:
-            body["logprobs"] = transcript.logprobs
-    if note is not None:
-        body["_note"] = note
-    return JSONResponse(body)
+def srt(transcript: Transcript, request: AudioRequest) -> Body:
+    return subtitles.srt(cues(transcript))
+
+
+def vtt(transcript: Transcript, request: AudioRequest) -> Body:
+    return subtitles.vtt(cues(transcript))

@@ -1,0 +1,137 @@
+"""The chat request (POST /v1/chat/completions): what this server checks in it before vLLM
+sees it. The body goes on to vLLM as it is (cleaned of control tokens, `prompt`), so only the
+fields this server reads or refuses are described here.
+
+Media URLs must be `data:` URLs (vLLM would fetch any other, from inside the network it runs
+in) unless `--allow-remote-audio-urls`, media parts must have the shape vLLM expects, roles
+must be known, and no template may come with the request: it would bypass the cleaning.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from ..errors import APIError, invalid
+from . import fields
+
+# The roles chat templates know; the role is rendered into the prompt as it is.
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+URL_KINDS = ("audio_url", "image_url", "video_url")  # media parts vLLM fetches from a URL
+REMOTE_SCHEMES = frozenset({"http", "https"})
+
+
+class _Messages(fields.Checked):
+    def check(self, value: Any, info: ValidationInfo) -> list[Any]:
+        if not isinstance(value, list) or not value:
+            raise invalid("'messages' must be a non-empty array.", "messages")
+        check_messages(value, fields.policy(info).allow_remote_audio_urls)
+        return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "minItems": 1, "items": {"type": "object"}}
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    messages: Annotated[list[Any], _Messages()]
+    model: Any = None
+    stream: Any = None
+    continue_final_message: Any = None
+    # vLLM extensions that change how the prompt is rendered: refused
+    chat_template: Any = None
+    chat_template_kwargs: Any = None
+
+    @field_validator("chat_template", "chat_template_kwargs")
+    @classmethod
+    def _no_template(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None:
+            raise APIError(
+                400,
+                f"'{info.field_name}' is not accepted: the server renders Qwen3-ASR's own "
+                "prompt, and a template from the request would bypass its control-token "
+                "cleaning.",
+                param=info.field_name,
+                code="unsupported_parameter",
+            )
+        return value
+
+    @property
+    def requested_model(self) -> str | None:
+        return self.model if isinstance(self.model, str) else None
+
+
+def read(body: Any, policy: fields.Policy) -> ChatRequest:
+    """The body's checks passed, or a 400 that says which failed."""
+    if not isinstance(body, dict):
+        raise invalid("The request body must be a JSON object.", None)
+    if "messages" not in body:
+        raise invalid("'messages' must be a non-empty array.", "messages")
+    return ChatRequest.model_validate(body, context={fields.POLICY: policy})
+
+
+def check_messages(messages: list[Any], allow_remote: bool) -> None:
+    """Every message and every content part, whatever the role: a 400 for what must not pass."""
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise _bad(f"{where} must be an object with 'role' and 'content'.")
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise _bad(f"{where}.role must be one of {', '.join(sorted(ROLES))}.")
+        content = message.get("content")
+        if isinstance(content, list):
+            for j, part in enumerate(content):
+                _check_part(part, f"{where}.content[{j}]", allow_remote)
+        elif content is not None and not isinstance(content, str):
+            raise _bad(f"{where}.content must be a string or an array of content parts.")
+
+
+def _check_part(part: Any, where: str, allow_remote: bool) -> None:
+    if isinstance(part, str):
+        return
+    if not isinstance(part, dict):
+        raise _bad(f"{where} must be a content part object (or a string).")
+    kind = part.get("type")
+    if kind == "text" and not isinstance(part.get("text"), str):
+        raise _bad(f"{where}.text must be a string.")
+    if kind == "input_audio" or "input_audio" in part:
+        audio = part.get("input_audio")
+        if not (
+            isinstance(audio, dict)
+            and isinstance(audio.get("data"), str)
+            and isinstance(audio.get("format", ""), str)
+        ):
+            raise _bad(f'{where}.input_audio must be {{"data": "<base64>", "format": "wav"}}.')
+    for url_kind in URL_KINDS:
+        if kind == url_kind or part.get(url_kind) is not None:
+            remote_ok = allow_remote and url_kind == "audio_url"  # the model takes no other
+            _check_url(part.get(url_kind), f"{where}.{url_kind}", remote_ok)
+
+
+def _check_url(value: Any, where: str, allow_remote: bool) -> None:
+    """`data:` always; http(s) only when allowed; anything else (file:, ftp:...) never."""
+    url = value.get("url") if isinstance(value, dict) else value
+    if not isinstance(url, str) or not url.strip():
+        raise _bad(f'{where} must be {{"url": "data:audio/wav;base64,..."}}.')
+    scheme = urlsplit(url).scheme.lower()  # parsed as vLLM parses it (stdlib)
+    if scheme == "data" or (allow_remote and scheme in REMOTE_SCHEMES):
+        return
+    raise APIError(
+        400,
+        f"{where} is not a data: URL (scheme {scheme or 'none'!r}). The speech backend would "
+        "fetch it from inside this server's network, which would let any client make the "
+        "server reach any address (server-side request forgery), so this server accepts "
+        "only inline audio: an input_audio part or a data: URL. An operator who trusts "
+        "every client can start the server with --allow-remote-audio-urls to allow http(s) "
+        "URLs.",
+        param="messages",
+        code="remote_audio_url_not_allowed",
+    )
+
+
+def _bad(message: str) -> APIError:
+    return invalid(message, "messages")

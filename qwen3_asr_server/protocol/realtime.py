@@ -1,0 +1,310 @@
+"""The Realtime API's transcription session configuration, in both of its spellings.
+
+Two dialects reach `/v1/realtime?intent=transcription`: the GA one (`session.update` with
+`session.type == "transcription"`, answered by `session.created` / `session.updated`) and the
+older beta one (`transcription_session.update`, answered by `transcription_session.*`). Each
+is a model here (`GaSession`, `BetaSession`) over the same field types as the audio form's;
+both configure one `SessionConfig`, and `beta` records which dialect the client speaks.
+
+Update semantics follow OpenAI's: a field left out of an update keeps its value, at every
+level (OpenAI documents this for `noise_reduction.strength`); an explicit `null`
+`turn_detection` turns VAD off; `null` elsewhere is the same as leaving the field out, except
+`transcription`, which can't be turned off here and so goes back to its defaults, and its
+fields, which go back to theirs. Fields this server has no use for (`noise_reduction`,
+`create_response`, `idle_timeout_ms`, ...) are ignored, so that clients written for newer API
+versions still connect; `transcription.delay` is checked and echoed but changes nothing
+(Qwen3-ASR has no such knob). Beta field names inside a GA `session.update` are refused
+instead: ignoring them would drop the client's language and VAD settings without a word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
+
+from ..errors import EventError
+from ..languages import Language
+from ..segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
+from . import fields
+from .fields import (
+    Checked,
+    Keywords,
+    LanguageName,
+    Languages,
+    OneOf,
+    Policy,
+    PrefixPaddingMs,
+    SilenceDurationMs,
+    Text,
+    Threshold,
+    problem,
+)
+
+DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
+SAMPLE_RATES = (16_000, 24_000)
+LOGPROBS = "item.input_audio_transcription.logprobs"
+# semantic_vad is served by plain VAD: a quarter of the longest wait OpenAI documents for
+# each eagerness (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
+SEMANTIC_SILENCE_MS = {"low": 2_000, "medium": 1_000, "auto": 1_000, "high": 500}
+DELAYS = ("minimal", "low", "medium", "high", "xhigh")
+G711 = ("audio/pcmu", "audio/pcma", "g711_ulaw", "g711_alaw")
+_BETA_KEYS = ("input_audio_format", "input_audio_transcription", "turn_detection")
+# Realtime speaks OpenAI's Realtime codes: every value it cannot take is invalid_value
+_CODES = {"unsupported_language": "invalid_value"}
+
+
+@dataclass(frozen=True)
+class ServerVad:
+    """Server VAD parameters, with OpenAI's defaults."""
+
+    threshold: float = VAD_THRESHOLD
+    prefix_padding_ms: int = VAD_PREFIX_PADDING_MS
+    silence_duration_ms: int = VAD_SILENCE_MS
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """The effective configuration of one transcription session.
+
+    Input audio is always 16-bit little-endian mono PCM, at `sample_rate`. `turn_detection`
+    None means the client commits the buffer itself. `model` is checked against the
+    catalogue (`check`) and echoed back; `language` and `languages` are kept as the client
+    gave them (the session echoes them) and `forced` / `candidates` say what they mean
+    together.
+    """
+
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    language: Language | None = None
+    languages: tuple[Language, ...] = ()
+    prompt: str = ""
+    keywords: tuple[str, ...] = ()
+    model: str | None = None
+    delay: str | None = None
+    turn_detection: ServerVad | None = ServerVad()
+    logprobs: bool = False
+    beta: bool = False
+
+    @property
+    def forced(self) -> Language | None:
+        """The language to transcribe in: `language`, or the only entry of `languages`."""
+        return fields.forced_language(self.language, self.languages)[0]
+
+    @property
+    def candidates(self) -> tuple[Language, ...]:
+        return fields.forced_language(self.language, self.languages)[1]
+
+    @property
+    def transcription_path(self) -> str:
+        """Where `transcription` lives in this dialect's session object."""
+        if self.beta:
+            return "session.input_audio_transcription"
+        return "session.audio.input.transcription"
+
+
+@dataclass(frozen=True)
+class _Pcm(Checked):
+    """The one audio type taken, 16-bit PCM, as the dialect spells it."""
+
+    pcm: str
+
+    def check(self, value: Any, info: ValidationInfo) -> str:
+        if value in G711:
+            raise problem(
+                "invalid_value",
+                f"G.711 audio ({value}) is not supported: send 16-bit little-endian mono PCM "
+                f"({self.pcm!r}).",
+            )
+        return OneOf((self.pcm,)).check(value, info)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": [self.pcm]}
+
+
+class _Rate(Checked):
+    def check(self, value: Any, info: ValidationInfo) -> int:
+        rate = int(fields.read_number(value, info, whole=True))
+        if rate not in SAMPLE_RATES:
+            raise problem(
+                "invalid_value",
+                "Invalid value for '{param}': {rate}. Supported sample rates: 24000, 16000.",
+                rate=rate,
+            )
+        return rate
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "enum": list(SAMPLE_RATES)}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class Transcription(_Model):
+    model: Text | None = None
+    language: LanguageName = None
+    languages: Languages | None = None
+    prompt: Text | None = None
+    keywords: Keywords | None = None
+    delay: Annotated[str, OneOf(DELAYS)] | None = None
+
+
+class TurnDetection(_Model):
+    type: Annotated[str, OneOf(("server_vad", "semantic_vad"))] | None = None
+    eagerness: Annotated[str, OneOf(tuple(SEMANTIC_SILENCE_MS))] | None = None
+    threshold: Threshold | None = None
+    prefix_padding_ms: PrefixPaddingMs | None = None
+    silence_duration_ms: SilenceDurationMs | None = None
+
+
+class AudioFormat(_Model):
+    type: Annotated[str, _Pcm("audio/pcm")] = "audio/pcm"
+    rate: Annotated[int, _Rate()] | None = None
+
+
+class AudioInput(_Model):
+    format: AudioFormat | None = None
+    transcription: Transcription | None = None
+    turn_detection: TurnDetection | None = None
+
+
+class Audio(_Model):
+    input: AudioInput | None = None
+
+
+class GaSession(_Model):
+    type: Annotated[str, OneOf(("transcription",))] = "transcription"
+    include: tuple[Annotated[str, OneOf((LOGPROBS,))], ...] | None = None
+    audio: Audio | None = None
+
+
+class BetaSession(_Model):
+    include: tuple[Annotated[str, OneOf((LOGPROBS,))], ...] | None = None
+    input_audio_format: Annotated[str, _Pcm("pcm16")] | None = None
+    input_audio_transcription: Transcription | None = None
+    turn_detection: TurnDetection | None = None
+
+
+def apply_update(config: SessionConfig, event: dict[str, Any]) -> SessionConfig:
+    """The configuration after a `session.update` (GA) or `transcription_session.update`.
+
+    The reply, and every event after it, speak the dialect of the update. Nothing changes
+    unless the whole update is valid.
+    """
+    kind = event.get("type")
+    if kind not in ("session.update", "transcription_session.update"):
+        raise EventError(f"{kind!r} is not a session update.", "invalid_event", "type")
+    session = event.get("session")
+    if session is None:
+        raise EventError(
+            "Missing required parameter: 'session'.", "missing_required_parameter", "session"
+        )
+    beta = kind == "transcription_session.update"
+    for key in () if beta or not isinstance(session, dict) else _BETA_KEYS:
+        if key in session:
+            raise EventError(
+                f"Unknown parameter: 'session.{key}'. That is the beta transcription_session "
+                "shape; in session.update it lives under session.audio.input.",
+                "unknown_parameter",
+                f"session.{key}",
+            )
+    try:
+        if beta:
+            updated = _beta(config, BetaSession.model_validate(session))
+        else:
+            updated = _ga(config, GaSession.model_validate(session))
+    except ValidationError as exc:
+        raise EventError(*fields.refusal(exc, "session", codes=_CODES)) from None
+    try:
+        fields.forced_language(updated.language, updated.languages)
+    except fields.Problem as exc:
+        path = f"{updated.transcription_path}.language"
+        raise EventError(*fields.said(exc, path), path) from None
+    return updated
+
+
+def check(config: SessionConfig, policy: Policy) -> None:
+    """What only the server can know: the model ids served here, and how much context fits."""
+    path = config.transcription_path
+    refusal = None if config.model is None else policy.catalog.refusal(config.model)
+    if refusal is not None:
+        raise EventError(refusal.message, refusal.code or "invalid_value", f"{path}.model")
+    try:
+        fields.context(config.prompt, config.keywords, policy.context_limit)
+    except fields.Problem as exc:
+        param = f"{path}.keywords" if config.keywords else f"{path}.prompt"
+        raise EventError(*fields.said(exc, param), param) from None
+
+
+def _ga(config: SessionConfig, session: GaSession) -> SessionConfig:
+    updated = _included(replace(config, beta=False), session.include)
+    audio_input = session.audio.input if session.audio else None
+    if audio_input is None:
+        return updated
+    if audio_input.format is not None:
+        updated = replace(updated, sample_rate=audio_input.format.rate or updated.sample_rate)
+    return _input(updated, audio_input, "transcription", "turn_detection")
+
+
+def _beta(config: SessionConfig, session: BetaSession) -> SessionConfig:
+    updated = _included(replace(config, beta=True), session.include)
+    if session.input_audio_format is not None:  # beta's pcm16 is 24 kHz by definition
+        updated = replace(updated, sample_rate=DEFAULT_SAMPLE_RATE)
+    return _input(updated, session, "input_audio_transcription", "turn_detection")
+
+
+def _included(config: SessionConfig, include: tuple[str, ...] | None) -> SessionConfig:
+    return config if include is None else replace(config, logprobs=LOGPROBS in include)
+
+
+def _input(config: SessionConfig, given: BaseModel, transcription: str, vad: str) -> SessionConfig:
+    """`transcription` and `turn_detection`, where the update had them at all."""
+    sent = given.model_fields_set
+    if transcription in sent:
+        config = _transcription(config, getattr(given, transcription))
+    if vad in sent:
+        config = replace(config, turn_detection=_turn_detection(config, getattr(given, vad)))
+    return config
+
+
+def _transcription(config: SessionConfig, given: Transcription | None) -> SessionConfig:
+    if given is None:  # transcription can't be turned off: back to the defaults
+        defaults = SessionConfig()
+        return replace(
+            config,
+            language=defaults.language,
+            languages=defaults.languages,
+            prompt=defaults.prompt,
+            keywords=defaults.keywords,
+            model=defaults.model,
+            delay=defaults.delay,
+        )
+    sent = given.model_fields_set
+    changes: dict[str, Any] = {
+        name: getattr(given, name) for name in ("model", "language") if name in sent
+    }
+    if "languages" in sent:
+        changes["languages"] = given.languages or ()
+    if "keywords" in sent:
+        changes["keywords"] = given.keywords or ()
+    if "prompt" in sent:
+        changes["prompt"] = given.prompt or ""
+    if given.delay is not None:
+        changes["delay"] = given.delay
+    return replace(config, **changes)
+
+
+def _turn_detection(config: SessionConfig, given: TurnDetection | None) -> ServerVad | None:
+    """Server VAD, or None for manual commits. semantic_vad becomes server VAD whose silence
+    duration comes from `eagerness` (SEMANTIC_SILENCE_MS): there is no turn-end model here."""
+    if given is None:
+        return None
+    vad = config.turn_detection or ServerVad()
+    if given.type == "semantic_vad":
+        silence = SEMANTIC_SILENCE_MS[given.eagerness or "auto"]
+        return replace(vad, silence_duration_ms=silence)
+    changes = given.model_dump(
+        include={"threshold", "prefix_padding_ms", "silence_duration_ms"}, exclude_none=True
+    )
+    return replace(vad, **changes)

@@ -1,0 +1,195 @@
+"""The transcription service: a recording in, a transcript out, whichever the front door.
+
+It does the work in one order: the stages a request needs are chosen (a 400 for one it cannot
+have), the backends' readiness is checked (a 503 before any decoding), the audio is decoded
+(a small plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
+cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
+as OpenAI's transcript events), the stages run, and the transcript rendered in the format
+asked for. The audio routes give it an `AudioRequest`; a Realtime session asks for each
+utterance's stream (`utterance`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from .. import audio
+from ..audio import Audio
+from ..backend.upstream import Upstream
+from ..languages import Language
+from ..metrics import Metrics
+from ..middleware.access_log import log_transcript
+from ..protocol.form import AudioRequest
+from ..segmentation import Chunking, Span
+from ..settings import Settings
+from ..silero import SpeechModel
+from ..stages import stage
+from ..stages.stage import Stage
+from . import pieces
+from .pieces import Options
+from .render import Body
+from .streaming import TranscriptStream
+from .usage import Tokens
+
+# A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of it
+# costs less than the hop to a decoding thread and back.
+INLINE_WAV_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Job:
+    """A request accepted: its audio decoded, the stages it needs, how it is transcribed."""
+
+    request: AudioRequest
+    audio: Audio
+    stages: list[Stage]
+    options: Options
+
+
+class TranscriptionService:
+    def __init__(
+        self,
+        settings: Settings,
+        upstream: Upstream,
+        stages: Sequence[Stage],
+        speech_model: Callable[[], SpeechModel],
+        metrics: Metrics,
+    ) -> None:
+        self.settings = settings
+        self.upstream = upstream
+        self.stages = tuple(stages)
+        self.speech_model = speech_model
+        self.metrics = metrics
+        self.decoding = asyncio.Semaphore(settings.decode_workers)  # CPU-bound: decode, plan
+
+    async def accept(self, request: AudioRequest) -> Job:
+        """What can refuse the request before the model is asked, then its audio, decoded."""
+        needed = stage.needed(self.stages, request)
+        self.upstream.check_ready()
+        for each in needed:
+            each.check_ready()
+        decoded = await self._decode(request.file.file, request.file.size or 0)
+        return Job(request, decoded, needed, self._options(request, needed))
+
+    async def transcribe(self, job: Job, request_id: str) -> Body:
+        """The transcript, through every stage, rendered as the request asked."""
+        spans = await self.plan(job.audio, job.options)
+        transcript = await pieces.transcribe(
+            self.upstream, job.audio, spans, job.options, request_id
+        )
+        transcript = await stage.run(job.stages, transcript, job.audio)
+        self.finished(transcript.duration, transcript.tokens, transcript.text, request_id)
+        return job.request.response_format.render(transcript, job.request)
+
+    async def stream(self, job: Job, request_id: str) -> Events:
+        """The transcript as OpenAI's events, started: a backend that refuses at once is an
+        error here, before any answer is sent."""
+        spans = await self.plan(job.audio, job.options)
+        stream = TranscriptStream(self.upstream, job.audio, spans, job.options, request_id)
+        await stream.start()
+        return Events(self, stream, job.audio.duration, request_id)
+
+    async def utterance(self, spoken: Audio, options: Options, request_id: str) -> TranscriptStream:
+        """A Realtime utterance's stream, planned (not started)."""
+        spans = await self.plan(spoken, options)
+        return TranscriptStream(self.upstream, spoken, spans, options, request_id)
+
+    def options(
+        self,
+        *,
+        language: Language | None,
+        context: str | None,
+        logprobs: bool,
+        candidates: tuple[Language, ...] = (),
+        temperature: float = 0.0,
+        timed: bool = False,
+        chunking: Chunking | None = None,
+        stages: Sequence[Stage] = (),
+    ) -> Options:
+        """How a recording is transcribed, with this server's window and concurrency: pieces
+        a stage takes in one pass fit its window too."""
+        limits = [each.max_seconds for each in stages if each.max_seconds is not None]
+        return Options(
+            language=language,
+            context=context,
+            temperature=temperature,
+            timed=timed,
+            logprobs=logprobs,
+            window=min([self.settings.segment_seconds, *limits]),
+            concurrency=self.settings.segment_concurrency,
+            candidates=candidates,
+            chunking=chunking,
+        )
+
+    async def plan(self, recording: Audio, options: Options) -> list[Span]:
+        """Where the recording is cut: at once when it goes whole, else in a thread among the
+        CPU-bound jobs (Silero listens for pauses, ~2-5 ms of CPU per second of audio)."""
+        if pieces.whole(recording, options):
+            return pieces.plan(recording, options, self.speech_model)
+        async with self.decoding:
+            return await asyncio.to_thread(pieces.plan, recording, options, self.speech_model)
+
+    def finished(
+        self, seconds: float, tokens: Tokens, text: str | None = None, request_id: str = "-"
+    ) -> None:
+        """A transcription finished: its audio and tokens in the metrics, and an upload's
+        text in the log with --log-transcripts."""
+        self.metrics.transcribed(seconds, tokens)
+        if self.settings.log_transcripts and text is not None:
+            log_transcript(request_id, text)
+
+    def _options(self, request: AudioRequest, needed: Sequence[Stage]) -> Options:
+        kind = request.response_format
+        chunking = request.chunking
+        if chunking is None and not any("words" in each.provides for each in needed):
+            chunking = kind.unaligned_chunking
+        return self.options(
+            language=request.forced,
+            context=request.context,
+            logprobs=request.logprobs,
+            candidates=request.candidates,
+            temperature=request.temperature,
+            timed=kind.segments,
+            chunking=chunking,
+            stages=needed,
+        )
+
+    async def _decode(self, file: BinaryIO, size: int) -> Audio:
+        limit = self.settings.max_audio_seconds
+        decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
+        if decoded is not None:
+            return decoded
+        async with self.decoding:
+            return await asyncio.to_thread(audio.decode, file, limit)
+
+
+class Events:
+    """A started stream's server-sent events; counted (and logged) once they are through.
+    `aclose` stops the pieces still streaming, also when the events are never read."""
+
+    def __init__(
+        self,
+        service: TranscriptionService,
+        stream: TranscriptStream,
+        seconds: float,
+        request_id: str,
+    ) -> None:
+        self._service = service
+        self._stream = stream
+        self._seconds = seconds
+        self._request_id = request_id
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._events()
+
+    async def aclose(self) -> None:
+        await self._stream.close()
+
+    async def _events(self) -> AsyncIterator[str]:
+        async for event in self._stream.events():
+            yield event
+        stream = self._stream
+        self._service.finished(self._seconds, stream.tokens, stream.text, self._request_id)

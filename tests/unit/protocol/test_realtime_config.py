@@ -1,0 +1,312 @@
+"""The Realtime session configuration: updates in both dialects applied, as OpenAI does."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from openai.types.beta.realtime import (
+    TranscriptionSessionUpdate,
+)
+from openai.types.realtime import (
+    SessionUpdateEvent,
+)
+
+from qwen3_asr_server import languages
+from qwen3_asr_server.errors import EventError
+from qwen3_asr_server.protocol.realtime import (
+    SEMANTIC_SILENCE_MS,
+    ServerVad,
+    SessionConfig,
+    apply_update,
+)
+from qwen3_asr_server.realtime import server_events as events
+
+GA = SessionConfig()
+BETA = SessionConfig(beta=True)
+
+
+def ga_update(**audio_input: Any) -> dict[str, Any]:
+    event = {
+        "type": "session.update",
+        "session": {"type": "transcription", "audio": {"input": audio_input}},
+    }
+    # the test input itself is a valid SDK event, but for 16 kHz: the SDK's type says 24000
+    rate = audio_input.get("format", {}).get("rate")
+    audio_format = {**audio_input.get("format", {}), "rate": 24000} if rate == 16000 else None
+    check = {**audio_input, "format": audio_format} if audio_format else audio_input
+    SessionUpdateEvent.model_validate(
+        {**event, "session": {"type": "transcription", "audio": {"input": check}}}
+    )
+    return event
+
+
+def beta_update(**session: Any) -> dict[str, Any]:
+    event = {"type": "transcription_session.update", "session": session}
+    TranscriptionSessionUpdate.model_validate(event)
+    return event
+
+
+def test_defaults_are_openais() -> None:
+    assert GA.sample_rate == 24000
+    assert (GA.language, GA.prompt, GA.model, GA.logprobs, GA.beta) == (
+        None,
+        "",
+        None,
+        False,
+        False,
+    )
+    assert GA.turn_detection == ServerVad(0.5, 300, 500)
+
+
+def test_ga_update() -> None:
+    event = ga_update(
+        format={"type": "audio/pcm", "rate": 16000},
+        transcription={"model": "qwen3-asr", "language": "ja", "prompt": "Tokyo"},
+        turn_detection={
+            "type": "server_vad",
+            "threshold": 0.7,
+            "prefix_padding_ms": 200,
+            "silence_duration_ms": 800,
+            "create_response": True,  # not this server's business: ignored
+        },
+        noise_reduction={"type": "near_field"},
+    )
+    event["session"]["include"] = ["item.input_audio_transcription.logprobs"]
+    config = apply_update(BETA, event)
+    assert config == SessionConfig(
+        sample_rate=16000,
+        language=languages.resolve("ja"),
+        prompt="Tokyo",
+        model="qwen3-asr",
+        turn_detection=ServerVad(0.7, 200, 800),
+        logprobs=True,
+        beta=False,
+    )
+
+
+def test_beta_update() -> None:
+    event = beta_update(
+        input_audio_format="pcm16",
+        input_audio_transcription={"model": "gpt-4o-transcribe", "language": "Korean"},
+        turn_detection={"type": "server_vad", "silence_duration_ms": 650},
+        input_audio_noise_reduction={"type": "far_field"},
+    )
+    config = apply_update(SessionConfig(sample_rate=16000), event)
+    assert config.beta
+    assert config.sample_rate == 24000  # beta's pcm16 is 24 kHz
+    assert config.language == languages.Language("ko", "Korean")
+    assert config.model == "gpt-4o-transcribe"
+    assert config.turn_detection == ServerVad(0.5, 300, 650)
+
+
+def test_partial_updates_keep_everything_else() -> None:
+    start = SessionConfig(
+        sample_rate=16000,
+        language=languages.resolve("fr"),
+        prompt="ctx",
+        model="m",
+        turn_detection=ServerVad(0.6, 100, 900),
+        logprobs=True,
+    )
+    only_threshold = ga_update(turn_detection={"type": "server_vad", "threshold": 0.2})
+    assert apply_update(start, only_threshold) == replace(
+        start, turn_detection=ServerVad(0.2, 100, 900)
+    )
+    only_prompt = ga_update(transcription={"prompt": "new"}, format={"type": "audio/pcm"})
+    assert apply_update(start, only_prompt) == replace(start, prompt="new")
+    empty = {"type": "session.update", "session": {"type": "transcription"}}
+    assert apply_update(start, empty) == start
+    assert apply_update(start, beta_update()) == replace(start, beta=True)
+
+
+def test_null_turn_detection_means_manual_commits_and_vad_comes_back_with_defaults() -> None:
+    off = apply_update(GA, ga_update(turn_detection=None))
+    assert off.turn_detection is None
+    assert apply_update(GA, beta_update(turn_detection=None)).turn_detection is None
+    on = apply_update(off, ga_update(turn_detection={"type": "server_vad"}))
+    assert on.turn_detection == ServerVad()
+
+
+def test_null_transcription_and_language_reset_to_defaults() -> None:
+    start = SessionConfig(language=languages.resolve("fr"), prompt="ctx", model="m")
+    assert apply_update(start, ga_update(transcription=None)) == GA
+    cleared = apply_update(start, ga_update(transcription={"language": None}))
+    assert (cleared.language, cleared.prompt) == (None, "ctx")
+    blank = beta_update(input_audio_transcription={"language": "", "prompt": None})
+    assert (
+        apply_update(start, blank).language,
+        apply_update(start, blank).prompt,
+    ) == (
+        None,
+        "",
+    )
+
+
+@pytest.mark.parametrize(("value", "code"), [("fr", "fr"), ("French", "fr"), ("YUE", "yue")])
+def test_language_by_code_or_name(value: str, code: str) -> None:
+    config = apply_update(GA, ga_update(transcription={"language": value}))
+    assert config.language is not None
+    assert config.language.code == code
+    assert events.session_object(config, "s")["audio"]["input"]["transcription"]["language"] == code
+
+
+@pytest.mark.parametrize("eagerness", ["low", "medium", "high", "auto", None])
+def test_semantic_vad_becomes_server_vad(eagerness: str | None) -> None:
+    turn_detection: dict[str, Any] = {"type": "semantic_vad"}
+    if eagerness:
+        turn_detection["eagerness"] = eagerness
+    config = apply_update(GA, ga_update(turn_detection=turn_detection))
+    silence = SEMANTIC_SILENCE_MS[eagerness or "auto"]
+    assert config.turn_detection == ServerVad(0.5, 300, silence)
+    echoed = events.session_object(config, "s")["audio"]["input"]["turn_detection"]
+    assert (echoed["type"], echoed["silence_duration_ms"]) == ("server_vad", silence)
+
+
+def test_semantic_vad_eagerness_orders_the_silence() -> None:
+    assert SEMANTIC_SILENCE_MS["low"] > SEMANTIC_SILENCE_MS["medium"] > SEMANTIC_SILENCE_MS["high"]
+    assert SEMANTIC_SILENCE_MS["auto"] == SEMANTIC_SILENCE_MS["medium"]
+
+
+def test_integral_floats_pass_as_integers() -> None:
+    update = ga_update(turn_detection={"type": "server_vad", "silence_duration_ms": 700})
+    update["session"]["audio"]["input"]["turn_detection"]["silence_duration_ms"] = 700.0
+    vad = apply_update(GA, update).turn_detection
+    assert vad is not None
+    assert vad.silence_duration_ms == 700
+    assert isinstance(vad.silence_duration_ms, int)
+
+
+V, T = "invalid_value", "invalid_type"
+SESSION_REFUSALS = [
+    # (session of a session.update, param, code)
+    ({"type": "realtime"}, "session.type", V),
+    ({"type": "transcription", "input_audio_format": "pcm16"}, "session.input_audio_format",
+     "unknown_parameter"),
+    ({"type": "transcription", "turn_detection": None}, "session.turn_detection",
+     "unknown_parameter"),
+    ({"type": "transcription", "audio": []}, "session.audio", T),
+    ({"type": "transcription", "audio": {"input": "x"}}, "session.audio.input", T),
+    ({"type": "transcription", "include": "logprobs"}, "session.include", T),
+    ({"type": "transcription", "include": ["item.nope"]}, "session.include[0]", V),
+]  # fmt: skip
+TD = "turn_detection"
+INPUT_REFUSALS = [
+    # (key under session.audio.input, its value, param under session.audio.input, code)
+    ("format", "pcm16", "format", T),
+    ("format", {"type": "audio/pcmu"}, "format.type", V),
+    ("format", {"type": "audio/pcma"}, "format.type", V),
+    ("format", {"type": "audio/wav"}, "format.type", V),
+    ("format", {"rate": 44100}, "format.rate", V),
+    ("format", {"rate": "24000"}, "format.rate", T),
+    ("format", {"rate": True}, "format.rate", T),
+    ("format", {"rate": 16000.5}, "format.rate", T),
+    ("transcription", "en", "transcription", T),
+    ("transcription", {"language": "tlh"}, "transcription.language", V),
+    ("transcription", {"language": 7}, "transcription.language", T),
+    ("transcription", {"prompt": ["a"]}, "transcription.prompt", T),
+    ("transcription", {"model": 1}, "transcription.model", T),
+    (TD, "server_vad", TD, T),
+    (TD, {"type": "vad"}, f"{TD}.type", V),
+    (TD, {"threshold": 1.5}, f"{TD}.threshold", V),
+    (TD, {"threshold": -0.1}, f"{TD}.threshold", V),
+    (TD, {"threshold": "0.5"}, f"{TD}.threshold", T),
+    (TD, {"threshold": False}, f"{TD}.threshold", T),
+    (TD, {"prefix_padding_ms": -1}, f"{TD}.prefix_padding_ms", V),
+    (TD, {"prefix_padding_ms": 5001}, f"{TD}.prefix_padding_ms", V),
+    (TD, {"silence_duration_ms": 99}, f"{TD}.silence_duration_ms", V),
+    (TD, {"silence_duration_ms": 10001}, f"{TD}.silence_duration_ms", V),
+    (TD, {"silence_duration_ms": {}}, f"{TD}.silence_duration_ms", T),
+    (TD, {"type": "semantic_vad", "eagerness": "eager"}, f"{TD}.eagerness", V),
+]
+
+
+@pytest.mark.parametrize(("session", "param", "code"), SESSION_REFUSALS)
+def test_ga_session_refusals_name_the_field(session: dict[str, Any], param: str, code: str) -> None:
+    with pytest.raises(EventError) as caught:
+        apply_update(GA, {"type": "session.update", "session": session})
+    assert (caught.value.param, caught.value.code) == (param, code)
+
+
+@pytest.mark.parametrize(("key", "value", "param", "code"), INPUT_REFUSALS)
+def test_ga_audio_input_refusals_name_the_field(
+    key: str, value: Any, param: str, code: str
+) -> None:
+    session = {"type": "transcription", "audio": {"input": {key: value}}}
+    with pytest.raises(EventError) as caught:
+        apply_update(GA, {"type": "session.update", "session": session})
+    assert (caught.value.param, caught.value.code) == (f"session.audio.input.{param}", code)
+
+
+def test_messages_name_the_field_and_the_problem() -> None:
+    threshold = {"type": "session.update", "session": {"audio": {"input": {"turn_detection": {
+        "threshold": "high"}}}}}  # fmt: skip
+    with pytest.raises(EventError) as caught:
+        apply_update(GA, threshold)
+    assert caught.value.message == (
+        "Invalid type for 'session.audio.input.turn_detection.threshold': "
+        "expected a number, but got a string instead."
+    )
+    rate = {"type": "session.update", "session": {"audio": {"input": {"format": {"rate": 8000}}}}}
+    with pytest.raises(EventError, match=r"'session\.audio\.input\.format\.rate': 8000\."):
+        apply_update(GA, rate)
+    with pytest.raises(EventError, match="Unsupported language 'tlh'"):
+        apply_update(GA, ga_update(transcription={"language": "tlh"}))
+
+
+BETA_REFUSALS = [
+    ({"input_audio_format": "g711_ulaw"}, "session.input_audio_format", "invalid_value"),
+    ({"input_audio_format": "g711_alaw"}, "session.input_audio_format", "invalid_value"),
+    ({"input_audio_format": "audio/pcm"}, "session.input_audio_format", "invalid_value"),
+    ({"input_audio_transcription": {"language": "xx"}},
+     "session.input_audio_transcription.language", "invalid_value"),
+    ({"turn_detection": {"threshold": 2}}, "session.turn_detection.threshold", "invalid_value"),
+    ({"include": [None]}, "session.include[0]", "invalid_value"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("session", "param", "code"), BETA_REFUSALS)
+def test_beta_refusals_name_the_field(session: dict[str, Any], param: str, code: str) -> None:
+    with pytest.raises(EventError) as caught:
+        apply_update(BETA, {"type": "transcription_session.update", "session": session})
+    assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_g711_refusal_says_what_to_send() -> None:
+    with pytest.raises(EventError, match=r"G\.711.*'audio/pcm'"):
+        apply_update(GA, ga_update(format={"type": "audio/pcmu"}))
+
+
+@pytest.mark.parametrize(
+    ("event", "param", "code"),
+    [
+        ({"type": "session.update"}, "session", "missing_required_parameter"),
+        ({"type": "session.update", "session": None}, "session", "missing_required_parameter"),
+        ({"type": "session.update", "session": "x"}, "session", "invalid_type"),
+        ({"type": "input_audio_buffer.commit"}, "type", "invalid_event"),
+    ],
+)
+def test_malformed_updates(event: dict[str, Any], param: str, code: str) -> None:
+    with pytest.raises(EventError) as caught:
+        apply_update(GA, event)
+    assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_a_refused_update_changes_nothing() -> None:
+    update = ga_update(
+        transcription={"language": "fr"}, turn_detection={"type": "server_vad", "threshold": 0.1}
+    )
+    update["session"]["audio"]["input"]["format"] = {"type": "audio/pcm", "rate": 8000}
+    with pytest.raises(EventError):
+        apply_update(GA, update)
+    assert SessionConfig() == GA  # frozen: nothing to roll back
+
+
+def test_unknown_fields_are_ignored() -> None:
+    event = ga_update(transcription={"language": "en"})
+    event["session"]["future_field"] = {"anything": 1}
+    event["session"]["audio"]["output"] = {"voice": "x"}
+    event["session"]["audio"]["input"]["transcription"]["future_field"] = 1
+    event["event_id"] = "evt_1"
+    assert apply_update(GA, event) == SessionConfig(language=languages.resolve("en"))
