@@ -14,12 +14,15 @@ from openai.types.realtime import (
 )
 
 from qwen3_asr_server import languages
+from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.errors import EventError
+from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.realtime import (
     SEMANTIC_SILENCE_MS,
     ServerVad,
     SessionConfig,
     apply_update,
+    check,
 )
 from qwen3_asr_server.realtime import server_events as events
 
@@ -310,3 +313,32 @@ def test_unknown_fields_are_ignored() -> None:
     event["session"]["audio"]["input"]["transcription"]["future_field"] = 1
     event["event_id"] = "evt_1"
     assert apply_update(GA, event) == SessionConfig(language=languages.resolve("en"))
+
+
+POLICY = Policy(Catalog("qwen3-asr", ["gpt-4o-transcribe"], 0), 100, 1000)
+
+
+def test_what_only_the_server_knows_is_checked_where_the_dialect_puts_it() -> None:
+    check(SessionConfig(model="gpt-4o-transcribe", prompt="short"), POLICY)
+    for config, param, code in (
+        (
+            SessionConfig(model="gpt-9"),
+            "session.audio.input.transcription.model",
+            "model_not_found",
+        ),
+        (
+            SessionConfig(model="gpt-4o-transcribe-diarize", beta=True),
+            "session.input_audio_transcription.model",
+            "unsupported_value",
+        ),
+        (SessionConfig(prompt="x" * 200), "session.audio.input.transcription.prompt", None),
+        (
+            SessionConfig(keywords=("y" * 60,) * 2),
+            "session.audio.input.transcription.keywords",
+            None,
+        ),
+    ):
+        with pytest.raises(EventError) as caught:
+            check(config, POLICY)
+        assert caught.value.param == param
+        assert caught.value.code == (code or "context_too_long")

@@ -1,0 +1,105 @@
+"""The format registry: one entry per response_format, each rendering a transcript the way
+OpenAI's API shapes it (checked against the openai package's own types)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from openai.types.audio import Transcription, TranscriptionVerbose
+from starlette.datastructures import FormData, UploadFile
+
+from qwen3_asr_server.alignment import Word
+from qwen3_asr_server.catalog import Catalog
+from qwen3_asr_server.languages import resolve
+from qwen3_asr_server.protocol import form
+from qwen3_asr_server.protocol.fields import Policy
+from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from qwen3_asr_server.transcription import formats
+from qwen3_asr_server.transcription.formats import FORMATS, JSON, Words
+from qwen3_asr_server.transcription.transcript import Segment, Transcript
+from qwen3_asr_server.transcription.usage import Tokens
+
+POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0), 400, 1000)
+ENGLISH = resolve("en")
+WORDS = [Word("Hello", 0.1, 0.5, 0, 5), Word("world", 0.6, 1.0, 6, 11)]
+TRANSCRIPT = Transcript(
+    text="Hello world.",
+    language=ENGLISH,
+    duration=1.5,
+    segments=[Segment(0.1, 1.0, "Hello world.", [1, 2], -0.2, [], words=WORDS)],
+    logprobs=[{"token": "Hello", "logprob": -0.1, "bytes": list(b"Hello")}],
+    tokens=Tokens(input=30, output=4, audio=20),
+    words=WORDS,
+    spoken=(ENGLISH,),
+)
+
+
+def request(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest) -> Any:
+    upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
+    return form.read(FormData([("file", upload), *items]), model, POLICY)
+
+
+def rendered(name: str, *items: tuple[str, Any], **kind: Any) -> Any:
+    asked = request(("response_format", name), *items, **kind)
+    return asked.response_format.render(TRANSCRIPT, asked)
+
+
+def test_every_format_renders_what_its_content_type_says() -> None:
+    for name, entry in FORMATS.items():
+        body = rendered(name)
+        assert isinstance(body, dict) == (entry.content_type == JSON), name
+        if isinstance(body, str):
+            assert body.endswith("\n")
+
+
+def test_json_is_openais_transcription() -> None:
+    body = rendered("json", ("model", "gpt-4o-transcribe"), ("include[]", "logprobs"))
+    parsed = Transcription.model_validate(body)
+    assert parsed.text == "Hello world."
+    assert parsed.usage is not None
+    assert parsed.usage.type == "tokens"
+    assert [entry.token for entry in parsed.logprobs or []] == ["Hello"]
+    assert body["languages"] == [{"code": "en"}]
+    assert rendered("json", ("model", "whisper-1"))["usage"] == {"type": "duration", "seconds": 1.5}
+
+
+def test_verbose_json_is_openais_with_segments_and_words() -> None:
+    body = rendered("verbose_json", ("timestamp_granularities[]", "segment"))
+    parsed = TranscriptionVerbose.model_validate(body)
+    assert (parsed.language, parsed.duration, parsed.text) == ("english", 1.5, "Hello world.")
+    assert [(each.start, each.end) for each in parsed.segments or []] == [(0.1, 1.0)]
+    assert [word.word for word in parsed.words or []] == ["Hello", "world"]
+    only_words = rendered("verbose_json", ("timestamp_granularities[]", "word"))
+    assert "segments" not in only_words
+
+
+def test_subtitles_cut_cues_at_sentence_ends_from_word_times() -> None:
+    assert rendered("srt") == "1\n00:00:00,100 --> 00:00:01,000\nHello world.\n\n"
+    assert rendered("vtt").startswith("WEBVTT\n\n00:00:00.100 --> 00:00:01.000\nHello world.")
+    assert rendered("text") == "Hello world.\n"
+
+
+def test_a_translation_says_it_is_a_transcript() -> None:
+    body = rendered("json", model=TranslationRequest)
+    assert body["_note"].startswith("Qwen3-ASR does not translate")
+    assert "(English)" in body["_note"]
+    assert "_note" not in rendered("json")
+
+
+def test_what_each_entry_declares() -> None:
+    assert [name for name, each in FORMATS.items() if each.streams] == ["json"]
+    assert [name for name, each in FORMATS.items() if each.logprobs] == ["json"]
+    assert [name for name, each in FORMATS.items() if each.words is Words.ASKED] == ["verbose_json"]
+    timed = {name for name, each in FORMATS.items() if each.segments}
+    assert timed == {"verbose_json", "srt", "vtt"}
+    cut = {name for name, each in FORMATS.items() if each.unaligned_chunking is not None}
+    assert cut == {name for name, each in FORMATS.items() if each.words is Words.PREFERRED}
+    assert formats.named(streams=True) == "json"
+    assert formats.named(words=Words.PREFERRED) == "srt, vtt"
+
+
+@pytest.mark.parametrize("name", sorted(formats.UNSUPPORTED))
+def test_openais_formats_this_server_cannot_give_are_not_entries(name: str) -> None:
+    assert name not in FORMATS
