@@ -21,9 +21,6 @@ class Stage(Protocol):
     """
 
     @property
-    def name(self) -> str: ...
-
-    @property
     def provides(self) -> frozenset[str]: ...
 
     @property

@@ -22,7 +22,6 @@ from ..transcription.transcript import Segment, Transcript
 
 
 class WordAlignment:
-    name = "words"
     provides = frozenset({"words"})
     max_seconds = alignment.MAX_SECONDS
 
