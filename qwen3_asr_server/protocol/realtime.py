@@ -19,12 +19,13 @@ instead: ignoring them would drop the client's language and VAD settings without
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
-from ..errors import EventError
+from ..errors import APIError, EventError
 from ..languages import Language
 from ..segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
 from . import fields
@@ -184,6 +185,30 @@ class BetaSession(_Model):
     input_audio_format: Annotated[str, _Pcm("pcm16")] | None = None
     input_audio_transcription: Transcription | None = None
     turn_detection: TurnDetection | None = None
+
+
+class Handshake(_Model):
+    """The query of `GET /v1/realtime`: this server offers transcription sessions only."""
+
+    intent: Text | None = None
+    model: Text | None = None
+
+
+def handshake(query: Mapping[str, str], policy: Policy) -> Handshake:
+    """The handshake's query, checked before the WebSocket is accepted (a 400, or the
+    catalogue's 404 for a model it does not serve)."""
+    asked = Handshake.model_validate(dict(query))
+    if asked.intent is not None and asked.intent != "transcription":
+        raise APIError(
+            400,
+            f"This server offers transcription sessions only (intent=transcription), not "
+            f"{asked.intent!r}: Qwen3-ASR transcribes, it does not converse.",
+            param="intent",
+            code="unsupported_intent",
+        )
+    if asked.model is not None:
+        policy.catalog.resolve(asked.model)
+    return asked
 
 
 def apply_update(config: SessionConfig, event: dict[str, Any]) -> SessionConfig:

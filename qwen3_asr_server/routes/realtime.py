@@ -19,6 +19,7 @@ from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from ..errors import APIError, EventError, send_error
+from ..protocol.realtime import handshake
 from ..realtime import server_events as events
 from ..realtime.client_events import parse_client_event
 from ..realtime.server_events import ClientGone
@@ -100,16 +101,5 @@ async def realtime(websocket: WebSocket) -> None:
 def _admit(state: AppState, websocket: WebSocket) -> None:
     """Refuse, as the HTTP routes would, what must not get a session (the key and a draining
     server are refused before this, by the middleware)."""
-    intent = websocket.query_params.get("intent")
-    if intent is not None and intent != "transcription":
-        raise APIError(
-            400,
-            f"This server offers transcription sessions only (intent=transcription), not "
-            f"{intent!r}: Qwen3-ASR transcribes, it does not converse.",
-            param="intent",
-            code="unsupported_intent",
-        )
-    model = websocket.query_params.get("model")
-    if model is not None:
-        state.catalog.resolve(model)
+    handshake(websocket.query_params, state.policy)
     state.upstream.check_ready()

@@ -15,7 +15,7 @@ from openai.types.realtime import (
 
 from qwen3_asr_server import languages
 from qwen3_asr_server.catalog import Catalog
-from qwen3_asr_server.errors import EventError
+from qwen3_asr_server.errors import APIError, EventError
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.realtime import (
     SEMANTIC_SILENCE_MS,
@@ -23,6 +23,7 @@ from qwen3_asr_server.protocol.realtime import (
     SessionConfig,
     apply_update,
     check,
+    handshake,
 )
 from qwen3_asr_server.realtime import server_events as events
 
@@ -342,3 +343,17 @@ def test_what_only_the_server_knows_is_checked_where_the_dialect_puts_it() -> No
             check(config, POLICY)
         assert caught.value.param == param
         assert caught.value.code == (code or "context_too_long")
+
+
+def test_the_handshake_offers_transcription_sessions_only() -> None:
+    assert handshake({"intent": "transcription", "model": "qwen3-asr"}, POLICY).intent == (
+        "transcription"
+    )
+    assert handshake({}, POLICY).model is None
+    for query, status, code in (
+        ({"intent": "conversation"}, 400, "unsupported_intent"),
+        ({"model": "whisper-9"}, 404, "model_not_found"),
+    ):
+        with pytest.raises(APIError) as caught:
+            handshake(query, POLICY)
+        assert (caught.value.status, caught.value.code) == (status, code)
