@@ -1,2 +1,2 @@
-"""OpenAI's Realtime API for transcription: client events parsed, the session that buffers
-and cuts the audio into utterances, and the server events it answers with."""
+"""OpenAI's Realtime API for transcription: the connection, the session and its parts (turns,
+the transcription worker, the live relay), client frames parsed and the server events."""

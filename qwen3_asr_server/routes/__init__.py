@@ -1,2 +1,2 @@
-"""The API's routes: the edge where requests are read and answers written, one module per
-group of endpoints; the work they hand on lives in the packages by concern."""
+"""The API's routes: the edge where HTTP is read into a request (`protocol`) and a service's
+answer written back, one module per group of endpoints."""

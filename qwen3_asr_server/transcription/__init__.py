@@ -1,2 +1,3 @@
-"""An upload becomes a transcript: the form read, the audio sent in pieces, the answer
-streamed or rendered in the format the client asked for."""
+"""A recording becomes a transcript: the service that does the work, the pieces sent to the
+model, the stream of OpenAI's events, the one `Transcript` value and the formats it is
+rendered in."""

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from qwen3_asr_server.routes import realtime as realtime_route
+from qwen3_asr_server.realtime import connection as realtime_connection
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
 from tests.fixtures.speech import spoken_pcm
@@ -253,7 +253,7 @@ async def test_bad_events_get_error_events_and_the_session_goes_on(
 
 
 async def test_an_oversized_event_is_refused_and_the_session_goes_on() -> None:
-    from qwen3_asr_server.routes.realtime import MAX_EVENT_BYTES
+    from qwen3_asr_server.realtime.connection import MAX_EVENT_BYTES
 
     with serving() as url:
         async with session(url) as ws:
@@ -490,7 +490,7 @@ def _deaf_client(http_url: str) -> socket.socket:
 
 
 def test_a_client_that_stops_reading_loses_its_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(realtime_route, "SEND_TIMEOUT", 0.5)
+    monkeypatch.setattr(realtime_connection, "SEND_TIMEOUT", 0.5)
     payload = b"not json" * 100  # each one earns an error event
     frame = bytes([0x81, 0x80 | 126]) + len(payload).to_bytes(2, "big") + bytes(4) + payload
     with serving() as url:
