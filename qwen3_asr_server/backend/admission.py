@@ -63,8 +63,11 @@ class Admission:
                 raise busy(f"{self.waiting} requests already waiting")
             self._set_waiting(+1)
             try:
-                await asyncio.wait_for(self._free.acquire(), self.timeout)
-            except asyncio.TimeoutError:
+                # not wait_for: on 3.11 it swallows a cancel that comes as the slot is given,
+                # and the cancelled request then goes on to the backend
+                async with asyncio.timeout(self.timeout):
+                    await self._free.acquire()
+            except TimeoutError:
                 self.metrics.rejected.labels(reason="queue_timeout").inc()
                 raise busy(f"no slot free within {self.timeout:.0f} s") from None
             finally:

@@ -89,12 +89,15 @@ class SharedAdmission:
                             self._mine.head = 0
                             taken = True
                             return
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(self._freed.wait(), POLL)
+                    # asyncio.timeout, not wait_for, here and below: see Admission.acquire
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(POLL):
+                            await self._freed.wait()
 
         try:
-            await asyncio.wait_for(turn(), self.timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.timeout):
+                await turn()
+        except TimeoutError:
             pass
         except BaseException:  # cancelled: the client left
             if taken:

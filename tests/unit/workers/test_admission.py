@@ -137,3 +137,21 @@ async def test_the_gauges_show_each_workers_share(tables: tuple[Table, Table]) -
     first.release()
     await asyncio.wait_for(waiter, 1)
     assert (gauges("qwen3_asr_queue_depth"), gauges("qwen3_asr_upstream_in_flight")) == (0, 1)
+
+
+@pytest.mark.parametrize("turns", range(4))
+async def test_a_client_cancelled_as_a_slot_frees_ends_holding_none(
+    tables: tuple[Table, Table], turns: int
+) -> None:
+    """As `Admission`'s: a waiter still pending when cancelled ends cancelled, with no slot."""
+    first, second = pair(tables[0], limit=1, queue=4)
+    await first.acquire()
+    waiter = asyncio.create_task(second.acquire())
+    await settle()
+    first.release()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    pending = waiter.cancel()
+    await asyncio.wait([waiter])
+    assert waiter.cancelled() == pending
+    assert tables[0].totals()[0] == (0 if pending else 1)
