@@ -62,9 +62,8 @@ class Aligner:
         }
         if self.supervisor.upstream_model is not None:  # else vLLM takes the one it serves
             body["model"] = self.supervisor.upstream_model
-        url = self._client.url(POOLING_PATH)
         with reaching(BACKEND, self.timeout):
-            async with self._client.session.post(url, data=orjson.dumps(body)) as response:
+            async with await self._client.post(POOLING_PATH, orjson.dumps(body)) as response:
                 status, headers, raw = response.status, response.headers, await response.read()
         if status >= 400:
             raise failed(BACKEND, f"HTTP {status}: {raw[:300].decode(errors='replace')}")

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 import aiohttp
 
 CONNECT_SECONDS = 10.0
+# vLLM's uvicorn closes a connection idle for 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); aiohttp keeps
+# one 15 s by default, so a request could take a connection vLLM was closing. Kept well below.
+KEEPALIVE_SECONDS = 2.0
 
 
 class Client:
@@ -40,10 +43,30 @@ class Client:
             self._session = aiohttp.ClientSession(
                 headers=self.headers,
                 timeout=self.timeout,
-                connector=aiohttp.TCPConnector(limit=self.connections),
+                connector=aiohttp.TCPConnector(
+                    limit=self.connections, keepalive_timeout=KEEPALIVE_SECONDS
+                ),
                 read_bufsize=1 << 20,  # a stream's event lines (logprobs included) fit
             )
         return self._session
+
+    async def post(
+        self, path: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> aiohttp.ClientResponse:
+        """POST `body`, sent again once on a fresh connection when the first one broke before
+        any byte of the answer: the backend closed it as it went idle, so it saw nothing.
+
+        aiohttp retries only idempotent methods; every POST here is one too (a transcription,
+        an alignment), so a second try is safe. A refused connection is not retried: the
+        backend is down, and its supervisor says so.
+        """
+        url = self.url(path)
+        try:
+            return await self.session.post(url, data=body, headers=headers)
+        except aiohttp.ClientConnectorError:
+            raise
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            return await self.session.post(url, data=body, headers=headers)
 
     async def aclose(self) -> None:
         """Close every connection: requests still in flight fail as if the backend had gone."""

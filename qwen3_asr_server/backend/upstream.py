@@ -100,10 +100,9 @@ class Upstream:
         self, body: dict[str, Any], request_id: str, stream: bool
     ) -> aiohttp.ClientResponse:
         """The answer, read whole unless it is a stream; an error answer raised."""
-        session, url = self._client.session, self._client.url(CHAT_PATH)
         with reaching(SPEECH_BACKEND, self.timeout):
-            response = await session.post(
-                url, data=orjson.dumps(body), headers={"X-Request-Id": request_id}
+            response = await self._client.post(
+                CHAT_PATH, orjson.dumps(body), {"X-Request-Id": request_id}
             )
             try:
                 if not stream or response.status >= 400:
