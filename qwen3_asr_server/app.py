@@ -153,7 +153,15 @@ def create_app(
                 await state.aligner.aclose()
             await asyncio.gather(*(each.stop() for each in parts.supervisors))
 
-    app = _App(title="qwen3-asr-server", version=__version__, lifespan=lifespan)
+    # No /docs nor /redoc: FastAPI's pages load their scripts from a public CDN, which on the
+    # playground's origin could read the key it keeps, and which an air-gapped box lacks.
+    app = _App(
+        title="qwen3-asr-server",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.asr = state
     errors.install(app)
     app.router.routes.extend(audio.routes)

@@ -23,7 +23,8 @@ from ..errors import APIError, send_error
 
 # The routes anyone may call: probes and scrapes (they hold no one's data), the playground's
 # page, files and language list (the page asks for the key before it calls the API), and the
-# API's own description (FastAPI's schema and its two readers).
+# API's own description (its OpenAPI schema; FastAPI's two readers of it, /docs and /redoc,
+# are left out of the app: they load scripts from a CDN, on the page's origin).
 OPEN = frozenset(
     {
         "/health",
@@ -33,9 +34,6 @@ OPEN = frozenset(
         "/ui",
         "/ui/languages.json",
         "/openapi.json",
-        "/docs",
-        "/docs/oauth2-redirect",
-        "/redoc",
     }
 )
 KEY_PROTOCOL = "openai-insecure-api-key."  # how browsers, which cannot set headers, send it

@@ -208,6 +208,36 @@ def test_a_server_with_a_key_asks_for_it_and_says_when_it_is_wrong(
         server.stop()
 
 
+def test_the_key_stays_in_the_tab_unless_the_user_asks_to_be_remembered(
+    browser: Browser,
+) -> None:
+    """No page script can find the key of a closed tab: it is kept in sessionStorage, and in
+    localStorage only when "Remember" is ticked."""
+    server = LiveServer(StandIn(MODEL), api_key=KEY)
+    storages = "return [sessionStorage.length, localStorage.length]"
+    try:
+        browser.open(server.url)
+        browser.wait(lambda: browser.find("#key-panel").is_displayed(), message="no key asked")
+        browser.find("#key").send_keys(KEY, Keys.ENTER)
+        browser.wait(lambda: not browser.find("#key-panel").is_displayed())
+        assert browser.driver.execute_script(storages) == [1, 0]
+        browser.driver.refresh()  # the same tab keeps it
+        browser.wait(lambda: browser.text("#status") != "Checking the server…")
+        assert not browser.find("#key-panel").is_displayed()
+
+        browser.driver.switch_to.new_window("tab")  # another tab has to be told again
+        browser.driver.get(server.url)
+        browser.wait(lambda: browser.find("#key-panel").is_displayed(), message="key kept")
+        browser.find("#remember").click()
+        browser.find("#key").send_keys(KEY, Keys.ENTER)
+        browser.wait(lambda: not browser.find("#key-panel").is_displayed())
+        assert browser.driver.execute_script(storages) == [0, 1]
+        browser.driver.close()
+        browser.driver.switch_to.window(browser.driver.window_handles[0])
+    finally:
+        server.stop()
+
+
 def upload_error(browser: Browser, server: LiveServer, path: Path) -> str:
     browser.open(server.url)
     browser.wait(lambda: browser.text("#status") != "Checking the server…")

@@ -77,6 +77,18 @@ async def test_no_ui_removes_the_routes() -> None:
         assert (await harness.http.get("/health")).status_code == 200
 
 
+@pytest.mark.parametrize("path", ["/docs", "/docs/oauth2-redirect", "/redoc"])
+async def test_no_page_on_this_origin_loads_a_script_from_elsewhere(
+    harness: Harness, path: str
+) -> None:
+    """FastAPI's API readers (Swagger UI, ReDoc) load theirs from a CDN: they are not served,
+    and the schema they would read is."""
+    response = await harness.http.get(path)
+    assert response.status_code == 404
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+    assert (await harness.http.get("/openapi.json")).json()["paths"]
+
+
 async def test_the_page_and_its_files_are_counted_under_their_routes(harness: Harness) -> None:
     for path in ("/", "/ui/app.js", "/ui/languages.json"):
         assert (await harness.http.get(path)).status_code == 200

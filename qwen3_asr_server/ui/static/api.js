@@ -10,13 +10,16 @@ export class APIError extends Error {
   }
 }
 
+// The key lives in this tab's sessionStorage, gone when the tab closes; only a user who asks
+// to be remembered has it kept in localStorage, across visits.
 export function storedKey() {
-  return localStorage.getItem(KEY) || "";
+  return sessionStorage.getItem(KEY) || localStorage.getItem(KEY) || "";
 }
 
-export function storeKey(key) {
-  if (key) localStorage.setItem(KEY, key);
-  else localStorage.removeItem(KEY);
+export function storeKey(key, remember) {
+  sessionStorage.removeItem(KEY);
+  localStorage.removeItem(KEY);
+  if (key) (remember ? localStorage : sessionStorage).setItem(KEY, key);
 }
 
 function headers() {

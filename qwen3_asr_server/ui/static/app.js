@@ -91,7 +91,7 @@ function setUpTabs() {
 
 document.getElementById("key-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  storeKey(document.getElementById("key").value.trim());
+  storeKey(document.getElementById("key").value.trim(), document.getElementById("remember").checked);
   if (await checkKey()) document.getElementById("key").value = "";
 });
 
