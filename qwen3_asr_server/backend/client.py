@@ -58,15 +58,17 @@ class Client:
 
         aiohttp retries only idempotent methods; every POST here is one too (a transcription,
         an alignment), so a second try is safe. A refused connection is not retried: the
-        backend is down, and its supervisor says so.
+        backend is down, and its supervisor says so; nor is one that `aclose()` ended.
         """
-        url = self.url(path)
+        url, session = self.url(path), self.session
         try:
-            return await self.session.post(url, data=body, headers=headers)
+            return await session.post(url, data=body, headers=headers)
         except aiohttp.ClientConnectorError:
             raise
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-            return await self.session.post(url, data=body, headers=headers)
+            if session.closed:
+                raise
+            return await session.post(url, data=body, headers=headers)
 
     async def aclose(self) -> None:
         """Close every connection: requests still in flight fail as if the backend had gone."""
