@@ -30,8 +30,10 @@ from .middleware.disconnect import CancelOnDisconnect
 from .middleware.drain import DrainMiddleware
 from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
+from .middleware.origin import OriginCheck
 from .middleware.request_id import RequestIdMiddleware
 from .protocol.fields import Policy
+from .realtime.seats import LocalSeats, Seats
 from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
@@ -56,6 +58,7 @@ class Backends:
     asr: BackendState
     aligner: BackendState | None
     admission: Slots
+    seats: Seats
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
     started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
 
@@ -75,6 +78,7 @@ def own_backends(
         asr=supervisors[0],
         aligner=supervisors[1] if len(supervisors) > 1 else None,
         admission=admission,
+        seats=LocalSeats(settings.max_sessions, metrics),
         supervisors=supervisors,
     )
 
@@ -123,6 +127,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         transcription=TranscriptionService(settings, upstream, stages, speech_model, parts.metrics),
         chat=ChatService(upstream, catalog),
         speech_model=speech_model,
+        seats=parts.seats,
         aligner=aligner,
     )
 
@@ -176,12 +181,13 @@ def create_app(
 def _wrap(app: FastAPI, state: AppState) -> None:
     """The middleware. Added last is outermost: metrics see every answer, each carries its
     request id; the access log sees the id and the final status (an unexpected error's 500
-    included); a draining server refuses before the key is looked at, the key before the
-    body is read."""
+    included); a draining server refuses before another site's page and the key are looked
+    at, the key before the body is read."""
     settings = state.settings
     app.add_middleware(BodyLimit, caps=body_caps(settings.upload_bytes, settings.json_bytes))
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
+    app.add_middleware(OriginCheck, allowed=settings.allowed_origins)
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(ErrorGuard)
     app.add_middleware(AccessLogMiddleware)

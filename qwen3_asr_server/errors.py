@@ -33,6 +33,7 @@ from .settings import MIB
 RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
 POLICY_VIOLATION = 1008  # the WebSocket close code of a refused handshake, without an answer
+TRY_AGAIN_LATER = 1013  # and of one refused for now (busy, loading)
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 CLOSE = {"Connection": "close"}
 
@@ -177,12 +178,14 @@ def response(error: ServerError) -> JSONResponse:
 async def send_error(error: ServerError, scope: Scope, receive: Receive, send: Send) -> None:
     """Answer an HTTP request with `error`, or refuse a WebSocket handshake with it: an HTTP
     answer where the server can send one (ASGI's denial-response extension), else a close
-    (1008) whose reason is the start of the message."""
+    (1013 for a 429 or 503, which a client may retry; else 1008) whose reason is the start of
+    the message."""
     if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
         "extensions", {}
     ):
         reason = error.message[:120]
-        await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": reason})
+        code = TRY_AGAIN_LATER if error.status in (429, 503) else POLICY_VIOLATION
+        await send({"type": "websocket.close", "code": code, "reason": reason})
         return
     await response(error)(scope, receive, send)
 

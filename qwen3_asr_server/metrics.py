@@ -99,7 +99,8 @@ class Metrics:
         )
         self.rejected = Counter(
             "qwen3_asr_rejected",
-            "Requests answered 429: the queue was full, or no slot came free in time.",
+            "Requests answered 429: the queue was full, no slot came free in time, or "
+            "(session_limit) a Realtime handshake found --max-sessions open.",
             ["reason"],
             registry=self.registry,
         )

@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = Field(
         None,
         description="Require `Authorization: Bearer <key>` on every route but /health, /livez, "
-        "/metrics, the playground and the API docs.",
+        "/metrics, the playground and /openapi.json.",
         json_schema_extra={"env": "QWEN_API_KEY"},
     )
     backend_url: str | None = Field(
@@ -186,6 +186,18 @@ class Settings(BaseSettings):
         description="Let chat requests carry http(s) audio_url parts, which vLLM fetches "
         "(off: only data: URLs and input_audio, against server-side request forgery).",
     )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        [],
+        description="Comma-separated web origins (`https://app.example.com`, or `*` for any) "
+        "whose pages may open /v1/realtime, besides the server's own; clients that send no "
+        "`Origin` (SDKs, servers) are not affected.",
+    )
+    max_sessions: int = Field(
+        64,
+        ge=1,
+        description="Realtime sessions open at once, over the whole server (every worker); "
+        "beyond it a handshake gets 429 (or a close with 1013).",
+    )
     ui: bool = Field(
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
@@ -197,11 +209,11 @@ class Settings(BaseSettings):
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )
 
-    @field_validator("model_aliases", mode="before")
+    @field_validator("model_aliases", "allowed_origins", mode="before")
     @classmethod
-    def _split_aliases(cls, value: Any) -> Any:
+    def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return [alias.strip() for alias in value.split(",") if alias.strip()]
+            return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
     @field_validator("api_key", "backend_api_key", mode="before")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .chat.service import ChatService
     from .metrics import Metrics
     from .protocol.fields import Policy
+    from .realtime.seats import Seats
     from .serving.drain import Drain
     from .settings import Settings
     from .silero import SharedModel
@@ -35,6 +36,7 @@ class AppState:
     chat: ChatService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
     speech_model: SharedModel
+    seats: Seats  # Realtime sessions open, at most --max-sessions
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
 
 

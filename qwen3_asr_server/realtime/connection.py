@@ -47,8 +47,6 @@ class Connection:
 
     async def serve(self) -> None:
         """The session, for as long as the client stays (or the server drains)."""
-        metrics = self.state.metrics
-        metrics.realtime_sessions.inc()
         closing = asyncio.create_task(self._close_when_drained())
         try:
             await self.session.start()
@@ -59,7 +57,6 @@ class Connection:
             closing.cancel()
             await asyncio.wait([closing])
             await self.session.close()
-            metrics.realtime_sessions.dec()
             if self.websocket.client_state == WebSocketState.CONNECTED:
                 # a client that does not read would hold the close frame (and us) forever
                 with contextlib.suppress(RuntimeError, TimeoutError, asyncio.TimeoutError):

@@ -1,8 +1,9 @@
 """GET /v1/realtime?intent=transcription: OpenAI's Realtime API, transcription sessions.
 
 The handshake is checked before the WebSocket is accepted, so a refused client gets an HTTP
-answer in OpenAI's error shape (where the server supports that ASGI extension); the key and
-a draining server are refused before this, by the middleware. Once open, the connection
+answer in OpenAI's error shape (where the server supports that ASGI extension), and so is one
+over `--max-sessions` (`realtime.seats`); the key, another site's page and a draining server
+are refused before this, by the middleware. Once open, the connection
 serves its session (`realtime.connection`).
 """
 
@@ -29,10 +30,14 @@ async def realtime(websocket: WebSocket) -> None:
     try:
         handshake(websocket.query_params, state.policy)
         state.upstream.check_ready()
+        state.seats.take()
     except APIError as exc:
         await send_error(exc, websocket.scope, websocket.receive, websocket.send)
         return
-    await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
-    beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
-    await asyncio.to_thread(state.speech_model)  # the first session loads it: not on the loop
-    await Connection(state, websocket, beta or BETA_PROTOCOL in offered).serve()
+    try:
+        await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+        beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
+        await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
+        await Connection(state, websocket, beta or BETA_PROTOCOL in offered).serve()
+    finally:
+        state.seats.leave()

@@ -1,4 +1,5 @@
-"""Admission (see `backend.admission`) whose limits hold for all the workers together.
+"""Admission (see `backend.admission`) and Realtime seats (`realtime.seats`) whose limits
+hold for all the workers together.
 
 Each worker keeps its counts in its own entry of the shared table; taking a slot sums every
 entry under the table's lock, so at most `limit` requests are in flight to vLLM and at most
@@ -18,6 +19,7 @@ import time
 
 from ..backend.admission import busy
 from ..metrics import Metrics
+from ..realtime.seats import full
 from .table import Table
 
 POLL = 0.005  # seconds; what a slot freed in another worker may stay unused at most
@@ -122,3 +124,26 @@ class SharedAdmission:
         """This worker's share of the gauges; /metrics sums the workers' (livesum)."""
         self.metrics.upstream_in_flight.set(self._mine.taken)
         self.metrics.queue_depth.set(self._mine.waiting)
+
+
+class SharedSeats:
+    """`realtime.seats.LocalSeats` for all the workers together: at most `limit` Realtime
+    sessions open over the whole server, whichever workers they came to."""
+
+    def __init__(self, table: Table, index: int, limit: int, metrics: Metrics) -> None:
+        self.table = table
+        self.limit = limit
+        self.metrics = metrics
+        self._mine = table.worker(index)
+
+    def take(self) -> None:
+        with self.table.locked():
+            if self.table.sessions() >= self.limit:
+                raise full(self.limit, self.metrics)
+            self._mine.sessions += 1
+        self.metrics.realtime_sessions.set(self._mine.sessions)
+
+    def leave(self) -> None:
+        with self.table.locked():
+            self._mine.sessions -= 1
+        self.metrics.realtime_sessions.set(self._mine.sessions)

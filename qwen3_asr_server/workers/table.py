@@ -1,7 +1,8 @@
 """The table the main process and its workers share: one small file, mapped into each of them.
 
 It holds what the supervisors know of each backend (written by the main process, read by the
-workers) and each worker's admission counts (written by that worker, summed by all of them).
+workers) and each worker's admission counts and Realtime sessions (written by that worker, summed by
+all of them).
 Whatever must be read or changed whole is under `locked()`: an flock on the file, which the
 kernel lets go when its holder dies, so a worker killed at any moment never wedges the rest.
 """
@@ -45,6 +46,7 @@ class _Worker(ctypes.Structure):
         ("taken", ctypes.c_int32),  # admission slots it holds
         ("waiting", ctypes.c_int32),  # its requests waiting for one
         ("head", ctypes.c_int64),  # when the first of them began to wait (ns); 0: none waits
+        ("sessions", ctypes.c_int32),  # Realtime sessions it has open
     ]
 
 
@@ -106,6 +108,10 @@ class Table:
             waiting += entry.waiting
         return taken, waiting
 
+    def sessions(self) -> int:
+        """Realtime sessions open, over every worker; call it `locked()`."""
+        return sum(self._layout.workers[index].sessions for index in range(self.workers))
+
     def first_in_line(self, since: int) -> bool:
         """Whether no worker's first waiter has waited longer than since `since` (ns, the
         system's monotonic clock, which every process shares); call it `locked()`."""
@@ -143,4 +149,4 @@ class Table:
         """Clear a worker's entry: it died, and its slots and its line died with it."""
         with self.locked():
             entry = self.worker(index)
-            entry.pid = entry.taken = entry.waiting = entry.head = 0
+            entry.pid = entry.taken = entry.waiting = entry.head = entry.sessions = 0

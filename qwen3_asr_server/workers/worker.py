@@ -25,7 +25,7 @@ from ..backend.admission import limit_of
 from ..metrics import Metrics
 from ..serving import server as serving
 from ..settings import Settings, parse_args
-from .admission import SharedAdmission
+from .admission import SharedAdmission, SharedSeats
 from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView
 
@@ -47,6 +47,7 @@ def backends(
         asr=views[0],
         aligner=views[1] if len(views) > 1 else None,
         admission=admission,
+        seats=SharedSeats(table, index, settings.max_sessions, metrics),
         started=table.started,
     )
 

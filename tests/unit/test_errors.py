@@ -54,6 +54,9 @@ async def test_a_refused_handshake_without_an_http_answer_is_closed_with_its_rea
     await send_error(APIError(401, "No key."), scope, receive, send)
     assert sent == [{"type": "websocket.close", "code": 1008, "reason": "No key."}]
     sent.clear()
+    await send_error(APIError(429, "Full."), scope, receive, send)  # a client may come back
+    assert sent == [{"type": "websocket.close", "code": 1013, "reason": "Full."}]
+    sent.clear()
     scope["extensions"] = {"websocket.http.response": {}}
     await send_error(APIError(401, "No key."), scope, receive, send)
     assert [message["type"] for message in sent] == [

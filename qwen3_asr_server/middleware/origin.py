@@ -1,0 +1,71 @@
+"""WebSocket handshakes from web pages of other sites are refused (cross-site WebSocket
+hijacking).
+
+A browser lets any page open a WebSocket to any host, sends the page's `Origin` with it, and
+applies no CORS check: without this, a page on any site could drive `/v1/realtime` of a
+server that has no key (on localhost, on an intranet). A handshake with an `Origin` is
+admitted when that origin is the server's own (its host and port are the `Host` the browser
+asked) or one `--allowed-origins` names; clients that send no `Origin` (SDKs, other servers)
+are not browsers and are let through, to the key check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import APIError, send_error
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def normal(origin: str) -> str:
+    """`scheme://host[:port]`, lowercased, the default port left out, no trailing slash."""
+    parts = urlsplit(origin.strip().lower())
+    try:
+        port = parts.port
+    except ValueError:
+        return origin.strip().lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}" if parts.scheme and host else origin.strip().lower()
+
+
+def admitted(origin: str, host: str | None, allowed: frozenset[str]) -> bool:
+    """Whether a page at `origin` may open a WebSocket to the server it reached as `host`."""
+    if "*" in allowed or normal(origin) in allowed:
+        return True
+    if not host:
+        return False
+    scheme = urlsplit(origin.lower()).scheme
+    return scheme in _DEFAULT_PORTS and normal(origin) == normal(f"{scheme}://{host}")
+
+
+def refused(origin: str) -> APIError:
+    return APIError(
+        403,
+        f"WebSocket connections from pages at {origin} are not allowed here (see "
+        "--allowed-origins).",
+        code="origin_not_allowed",
+    )
+
+
+class OriginCheck:
+    def __init__(self, app: ASGIApp, allowed: Iterable[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(each if each == "*" else normal(each) for each in allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            headers = Headers(scope=scope)
+            origin = headers.get("origin")
+            if origin is not None and not admitted(origin, headers.get("host"), self.allowed):
+                await send_error(refused(origin), scope, receive, send)
+                return
+        await self.app(scope, receive, send)
