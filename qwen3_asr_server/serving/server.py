@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import logging
 import socket
 import sys
@@ -14,6 +15,7 @@ from ..settings import MIB, Settings
 from .drain import ANSWER_GRACE, Drain
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
+logger = logging.getLogger(__name__)
 # mallopt's parameter numbers, from glibc's malloc.h
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -86,7 +88,26 @@ def bind(settings: Settings) -> socket.socket | None:
         )
         return None
     sock.set_inheritable(False)
+    if settings.api_key is None and beyond_loopback(settings.host):
+        logger.warning(
+            "Listening on %s:%d with no --api-key: anyone who can reach this port can use the "
+            "model. Set --api-key (QWEN3_ASR_API_KEY), or --host 127.0.0.1 to serve this "
+            "machine only.",
+            settings.host,
+            settings.port,
+        )
     return sock
+
+
+def beyond_loopback(host: str) -> bool:
+    """Whether a server listening on `host` can be reached from other machines: a host name
+    other than localhost may resolve to anything, so it counts as reachable."""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 def port_socket(host: str, port: int, listen: bool) -> socket.socket:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +17,8 @@ from websockets.sync.client import connect
 from qwen3_asr_server.middleware.auth import OPEN
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, LiveServer
+from tests.fixtures.process import ServerProcess
+from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 
 KEY = "sk-walk"
@@ -117,3 +120,25 @@ def test_refusals_are_counted_under_their_route(server: LiveServer) -> None:
     httpx.get(f"{server.url}/v1/models")
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'qwen3_asr_requests_total{method="GET",path="/v1/models",status="401"}' in metrics
+
+
+@pytest.mark.parametrize(
+    ("args", "warned"),
+    [
+        ([], True),  # the default --host 0.0.0.0, no key
+        (["--host", "127.0.0.1"], False),
+        (["--api-key", KEY], False),
+    ],
+)
+def test_a_server_open_beyond_loopback_without_a_key_says_so_at_start(
+    tmp_path: Path, args: list[str], warned: bool
+) -> None:
+    backend = ThreadedServer(StandIn(MODEL).app).start()
+    server = ServerProcess(tmp_path, ["--backend-url", backend.url, "--model", MODEL, *args])
+    try:
+        server.wait_for_health(200)
+    finally:
+        server.stop()
+        backend.stop()
+    said = "with no --api-key: anyone who can reach this port can use the model" in server.output()
+    assert said is warned
