@@ -154,6 +154,12 @@ class Settings(BaseSettings):
     segment_concurrency: int = Field(
         8, gt=0, description="Pieces of one request transcribed at the same time."
     )
+    backlog: int = Field(
+        2048,
+        ge=1,
+        description="Connections the kernel queues for the port before the server accepts "
+        "them (listen(2)'s backlog; uvicorn's default), in one process and each worker alike.",
+    )
     workers: int = Field(
         1,
         ge=1,

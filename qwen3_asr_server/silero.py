@@ -36,6 +36,18 @@ Probabilities = npt.NDArray[np.float32]
 State = npt.NDArray[np.float32]
 
 
+def disable_telemetry() -> None:
+    """ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
+    under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's telemetry,
+    unless ORT_DISABLE_TELEMETRY is set first. A self-hosted server sends nothing anywhere; an
+    operator who wants it on can set the variable to 0.
+
+    Called by the entry points before any thread starts: the model loads in a worker thread,
+    and setenv there would race getenv in the others (which can crash glibc).
+    """
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
 class SpeechModel:
     """Silero VAD v5 (ONNX, `weights/silero/`), one per process: every Realtime session and upload
     shares the network and keeps its own recurrent state. One thread per inference, so that
@@ -43,11 +55,6 @@ class SpeechModel:
     one session may be run from several threads at once."""
 
     def __init__(self) -> None:
-        # ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
-        # under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's
-        # telemetry, unless this is set first. A self-hosted server sends nothing anywhere;
-        # an operator who wants it on can set the variable to 0.
-        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime  # here: processes that never look for speech never load it
 
         options = onnxruntime.SessionOptions()

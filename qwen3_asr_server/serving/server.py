@@ -70,6 +70,7 @@ def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
         log_level=settings.log_level,
         # Only what the drain did not cover: a request still being uploaded, an idle connection.
         timeout_graceful_shutdown=ANSWER_GRACE,
+        backlog=settings.backlog,
         access_log=False,  # middleware.access_log writes one line per request, with its id
     )
 
@@ -110,19 +111,20 @@ def beyond_loopback(host: str) -> bool:
         return True
 
 
-def port_socket(host: str, port: int, listen: bool) -> socket.socket:
+def port_socket(host: str, port: int, backlog: int | None) -> socket.socket:
     """A socket on `host:port` with SO_REUSEPORT, for `--workers N`.
 
     Each worker listens on one of its own, and the kernel spreads new connections over them
     evenly. On one shared socket, whichever worker woke first took a whole burst of new
     connections, and kept-alive clients stayed on it: two workers served 0.9-2.3x what one
     did, by luck. The main process holds one that is bound but not listening, which gets no
-    connections but keeps the port for the workers while one of them is replaced.
+    connections but keeps the port for the workers while one of them is replaced: its
+    `backlog` is None; a worker's listens with `--backlog` from the start.
     """
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
-    if listen:
-        sock.listen()
+    if backlog is not None:
+        sock.listen(backlog)  # as `config` tells uvicorn, which listens again with it
     return sock

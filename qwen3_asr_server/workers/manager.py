@@ -50,7 +50,7 @@ def run(
     """
     port = probe.getsockname()[1]  # the one the kernel chose, for --port 0
     probe.close()
-    reserved = serving.port_socket(settings.host, port, listen=False)
+    reserved = serving.port_socket(settings.host, port, backlog=None)
     with tempfile.TemporaryDirectory(prefix="qwen3-asr-") as name:
         table = Table.create(Path(name), settings.workers)
         command = [*argv, "--port", str(port)]  # the last --port is the one that counts

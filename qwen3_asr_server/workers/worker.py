@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from .. import silero
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
@@ -69,11 +70,12 @@ class _WorkerServer(serving.Server):
 def main(argv: Sequence[str]) -> None:
     """`python -m qwen3_asr_server.workers.worker INDEX DIRECTORY <the server's arguments>`,
     as the main process starts it (see `manager`)."""
+    silero.disable_telemetry()
     index, directory = int(argv[0]), Path(argv[1])
     settings, vllm_args = parse_args(argv[2:])
     serving.configure_logging(settings)
     try:
-        sock = serving.port_socket(settings.host, settings.port, listen=True)
+        sock = serving.port_socket(settings.host, settings.port, settings.backlog)
     except OSError as exc:
         logging.getLogger(__name__).error("Cannot listen on port %d: %s", settings.port, exc)
         sys.exit(1)

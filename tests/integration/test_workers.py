@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -307,3 +308,39 @@ async def test_realtime_streaming_and_words_work_through_workers(run_server, ups
             assert [word.word for word in timed.words or []] == ["Heard", "100", "s"]
     finally:
         aligner.stop()
+
+
+def _backlogs(port: int) -> list[int]:
+    """The backlog of each socket listening on `port` (ss's Send-Q of a listener)."""
+    lines = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    return sorted(int(line.split()[2]) for line in lines)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_one_backlog_for_one_process_and_every_worker(run_server, upstream, count: int) -> None:
+    server = run_server([*upstream[1], "--workers", str(count), "--backlog", "777"])
+    server.wait_for_health(200)
+    if count > 1:
+        two_workers(server)
+    assert _backlogs(server.port) == [777] * count
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_the_vad_leaves_no_telemetry_files(
+    run_server, upstream, tmp_path: Path, count: int
+) -> None:
+    """ONNX Runtime writes ~/.cache/Microsoft unless told not to, before it is imported: the
+    entry points tell it, not the thread that loads the model."""
+    home = tmp_path / "home"
+    home.mkdir()
+    server = run_server([*upstream[1], "--workers", str(count)], {"HOME": str(home)})
+    server.wait_for_health(200)
+    long = httpx.post(  # past --segment-seconds: cut where the VAD finds pauses
+        f"{server.url}/v1/audio/transcriptions",
+        files={"file": ("a.wav", speech_wav(40.0))},
+        timeout=60,
+    )
+    assert long.status_code == 200
+    assert list(home.iterdir()) == []
