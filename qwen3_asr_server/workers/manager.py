@@ -27,14 +27,13 @@ from prometheus_client import multiprocess
 from ..backend import roles
 from ..backend.supervisor import Supervisor, die_with_parent
 from ..metrics import Metrics
+from ..serving import budget
 from ..serving import server as serving
-from ..serving.drain import ANSWER_GRACE
 from ..settings import Settings
 from .table import Table
 
 logger = logging.getLogger(__name__)
 
-EXIT_GRACE = 10.0  # seconds past its drain a worker gets to exit before SIGKILL
 Process = asyncio.subprocess.Process
 
 
@@ -175,8 +174,7 @@ class Manager:
         and exit, then SIGKILL to any left."""
         if self.signal is None:
             self._tell(signal.SIGTERM)
-        grace = self.settings.shutdown_timeout + 2 * ANSWER_GRACE + EXIT_GRACE
-        _, late = await asyncio.wait(watches, timeout=grace)
+        _, late = await asyncio.wait(watches, timeout=budget.worker_seconds(self.settings))
         if late:
             logger.warning("%d workers did not exit in time; killing them", len(late))
             self._tell(signal.SIGKILL)
