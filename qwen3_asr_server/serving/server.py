@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ipaddress
 import logging
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 
 import uvicorn
 from fastapi import FastAPI
@@ -27,6 +31,21 @@ class Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)
         self.drain = drain
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's SIGINT and SIGTERM, and SIGHUP like SIGTERM: a closed terminal or
+        `systemctl reload` drains the server instead of killing it (and leaving vLLM to
+        Linux's SIGTERM). Raised again once the server stopped, as uvicorn does the others."""
+        with super().capture_signals():
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = signal.signal(signal.SIGHUP, self.handle_exit)
+            try:
+                yield
+            finally:
+                signal.signal(signal.SIGHUP, previous)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain.run(forced=lambda: self.force_exit)

@@ -1,6 +1,6 @@
 """The main process of `--workers N`: it runs the supervisors, starts the N workers (each
 listening on the port, see `serving.port_socket`), starts another in place of any that dies,
-and on SIGTERM or SIGINT tells every worker (which drains, see `serving.drain`) and waits
+and on SIGTERM, SIGINT or SIGHUP tells every worker (which drains, see `serving.drain`) and waits
 for them before it stops vLLM.
 
 A worker is `python -m qwen3_asr_server.workers.worker` with the server's own command line,
@@ -88,7 +88,7 @@ class Manager:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # HUP: as serving.Server
             loop.add_signal_handler(sig, self._on_signal, sig)
         # The supervisors' own metrics stay in this process: the workers show the backend
         # series from the table (`workers.view.BackendCollector`).

@@ -220,7 +220,8 @@ def test_a_killed_worker_is_replaced_and_its_slots_freed(run_server, upstream) -
     assert "exited with code -9; starting another" in server.output()
 
 
-def test_sigterm_drains_every_worker_then_stops_vllm(run_server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])  # HUP: a terminal closed
+def test_sigterm_drains_every_worker_then_stops_vllm(run_server, tmp_path: Path, stop) -> None:
     install_launcher(tmp_path / "bin", "vllm")
     server = run_server(["--model", "tiny", "--workers", "2"], {"FAKE_VLLM_RESPONSE_DELAY": "2"})
     server.wait_for_health(200)
@@ -228,7 +229,7 @@ def test_sigterm_drains_every_worker_then_stops_vllm(run_server, tmp_path: Path)
     with ThreadPoolExecutor(8) as pool:
         accepted = [pool.submit(post, server.url) for _ in range(8)]
         time.sleep(0.8)  # all eight are now waiting on vLLM
-        server.proc.send_signal(signal.SIGTERM)
+        server.proc.send_signal(stop)
         time.sleep(0.3)
         late = at_once(6, lambda: post(server.url))
         assert [answer.status_code for answer in late] == [503] * 6
@@ -236,7 +237,7 @@ def test_sigterm_drains_every_worker_then_stops_vllm(run_server, tmp_path: Path)
         assert {answer.json()["error"]["code"] for answer in late} == {"server_shutting_down"}
         assert [each.result().status_code for each in accepted] == [200] * 8
     assert served_by(server) == pids
-    assert server.wait_exit() == -signal.SIGTERM
+    assert server.wait_exit() == -stop
     start = server.starts()[0]
     assert gone([*pids, start["pid"], start["child"]], timeout=5)
     assert not holding(f"FAKE_VLLM_RECORD={server.record}")

@@ -192,3 +192,23 @@ def test_sigterm_while_an_utterance_is_transcribed_waits_for_its_transcript(
         assert server.wait_exit() == -signal.SIGTERM
     finally:
         server.stop()
+
+
+def test_sighup_drains_like_sigterm(tmp_path: Path) -> None:
+    """A closed terminal or `systemctl reload` sends SIGHUP: the server drains and stops
+    vLLM, as on SIGTERM, instead of dying at once and leaving vLLM to Linux's SIGTERM."""
+    server = _start(tmp_path, [], delay=1.5)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            running = [pool.submit(_transcribe, server.url, stream=s) for s in (False, True)]
+            _wait_for(lambda: _metric(server, "qwen3_asr_upstream_in_flight") == 2)
+            server.proc.send_signal(signal.SIGHUP)
+            answers = [future.result() for future in running]
+        assert [answer.status_code for answer in answers] == [200, 200]
+        assert server.wait_exit() == -signal.SIGHUP
+        vllm = server.starts()[0]
+        assert not alive(vllm["pid"])
+        assert not alive(vllm["child"])
+        assert "Shutting down: 2 requests and sessions in progress" in server.output()
+    finally:
+        server.stop()
