@@ -30,6 +30,11 @@ BACKEND_RESTARTS = (
     "Times the supervisor restarted a backend's vLLM after it exited.",
 )
 
+WORKER_RESTARTS = (
+    "qwen3_asr_worker_restarts",
+    "Times a worker process (--workers N) died and another was started in its place.",
+)
+
 
 class Metrics:
     """The server's metrics, in a registry of their own so that apps never share state."""

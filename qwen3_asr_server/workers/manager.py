@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,10 @@ from ..settings import Settings
 from .table import Table
 
 logger = logging.getLogger(__name__)
+
+RESPAWN_FIRST = 0.5  # seconds before a dead worker's replacement starts, after one death
+RESPAWN_MAX = 30.0  # and at most, however many deaths in a row
+STABLE_SECONDS = 60.0  # a worker that lived this long was not dying in a loop: count anew
 
 Process = asyncio.subprocess.Process
 
@@ -65,6 +70,19 @@ def run(
         signal.signal(manager.signal, signal.SIG_DFL)
         signal.raise_signal(manager.signal)
     return 0
+
+
+def respawn_pause(failures: int) -> float:
+    """Seconds before a worker that died is started again: 0.5 s after one death, twice as
+    long after each more in a row, at most RESPAWN_MAX."""
+    return float(min(RESPAWN_FIRST * 2 ** (failures - 1), RESPAWN_MAX))
+
+
+def ended(code: int) -> str:
+    """How a worker's process ended, in words, from its return code."""
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 class Manager:
@@ -130,7 +148,10 @@ class Manager:
     async def _keep(self, index: int) -> None:
         """Run worker `index`, and another each time it dies, until the server stops. One that
         ended by itself before it ever served cannot start (the next would fail alike): that
-        ends the server."""
+        ends the server. One that keeps dying (a request that crashes it, sent again and
+        again) is started again later each time, so that its restarts cannot take the cores
+        vLLM needs."""
+        failures = 0  # deaths in a row, each soon after its start
         while not self._done.is_set():
             try:
                 process = await asyncio.create_subprocess_exec(
@@ -151,6 +172,7 @@ class Manager:
             self._workers[index] = process
             if self._done.is_set():  # the server began to stop while this one started
                 process.send_signal(self.signal or signal.SIGTERM)
+            started = time.monotonic()
             code = await process.wait()
             served = self.table.worker(index).pid == process.pid
             self._forget(index, process)
@@ -159,9 +181,19 @@ class Manager:
             if not served and code >= 0:  # not killed by a signal
                 self._on_fatal(f"worker {index} exited with code {code} before it served")
                 return
+            failures = 1 if time.monotonic() - started >= STABLE_SECONDS else failures + 1
+            pause = respawn_pause(failures)
             logger.warning(
-                "Worker %d (pid %d) exited with code %d; starting another", index, process.pid, code
+                "Worker %d (pid %d) %s; starting another in %g s",
+                index,
+                process.pid,
+                ended(code),
+                pause,
             )
+            self.table.restarted(index)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(pause):
+                    await self._done.wait()
 
     def _forget(self, index: int, process: Process) -> None:
         """Its slots and its place in line die with it; so do its live gauges."""

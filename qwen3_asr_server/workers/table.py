@@ -47,6 +47,7 @@ class _Worker(ctypes.Structure):
         ("waiting", ctypes.c_int32),  # its requests waiting for one
         ("head", ctypes.c_int64),  # when the first of them began to wait (ns); 0: none waits
         ("sessions", ctypes.c_int32),  # Realtime sessions it has open
+        ("restarts", ctypes.c_uint32),  # workers started in its place after one died
     ]
 
 
@@ -108,6 +109,14 @@ class Table:
             waiting += entry.waiting
         return taken, waiting
 
+    def restarted(self, index: int) -> None:
+        with self.locked():
+            self.worker(index).restarts += 1
+
+    def restarts(self) -> list[int]:
+        """Each worker's count of restarts."""
+        return [int(self._layout.workers[index].restarts) for index in range(self.workers)]
+
     def sessions(self) -> int:
         """Realtime sessions open, over every worker; call it `locked()`."""
         return sum(self._layout.workers[index].sessions for index in range(self.workers))
@@ -146,7 +155,8 @@ class Table:
             return record.version, orjson.loads(record.info)
 
     def forget(self, index: int) -> None:
-        """Clear a worker's entry: it died, and its slots and its line died with it."""
+        """Clear a worker's entry: it died, and its slots and its line died with it (what
+        it counted in `restarts` stays)."""
         with self.locked():
             entry = self.worker(index)
             entry.pid = entry.taken = entry.waiting = entry.head = entry.sessions = 0

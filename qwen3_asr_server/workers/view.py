@@ -13,7 +13,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from ..backend.roles import Backend
-from ..metrics import BACKEND_INFO, BACKEND_RESTARTS, MODEL_READY
+from ..metrics import BACKEND_INFO, BACKEND_RESTARTS, MODEL_READY, WORKER_RESTARTS
 from .table import Table
 
 
@@ -80,3 +80,16 @@ class BackendCollector(Collector):
             info.add_metric([role, view.device, view.backend.model], 1)
             restarts.add_metric([role], view.restarts)
         yield from (ready, info, restarts)
+
+
+class WorkerCollector(Collector):
+    """`qwen3_asr_worker_restarts` by worker index, as the main process counts them."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def collect(self) -> Iterator[Metric]:
+        restarts = CounterMetricFamily(*WORKER_RESTARTS, labels=["worker"])
+        for index, count in enumerate(self.table.restarts()):
+            restarts.add_metric([str(index)], count)
+        yield restarts

@@ -28,7 +28,7 @@ from ..serving import server as serving
 from ..settings import Settings, parse_args
 from .admission import SharedAdmission, SharedSeats
 from .table import FILE_NAME, Table
-from .view import BackendCollector, BackendView
+from .view import BackendCollector, BackendView, WorkerCollector
 
 
 def backends(
@@ -39,6 +39,7 @@ def backends(
     exposed = CollectorRegistry()
     MultiProcessCollector(exposed, path=str(directory))  # type: ignore[no-untyped-call]
     exposed.register(BackendCollector(views))
+    exposed.register(WorkerCollector(table))
     metrics = Metrics(exposed)
     admission = SharedAdmission(
         table, index, limit_of(settings), settings.max_queue, settings.queue_timeout, metrics

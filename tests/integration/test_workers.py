@@ -217,7 +217,31 @@ def test_a_killed_worker_is_replaced_and_its_slots_freed(run_server, upstream) -
     text = httpx.get(f"{server.url}/metrics").text
     assert metric(text, "qwen3_asr_upstream_in_flight") == 0
     assert metric(text, "qwen3_asr_requests_in_flight") == 1
-    assert "exited with code -9; starting another" in server.output()
+    assert "was killed by SIGKILL; starting another in" in server.output()
+
+
+def test_a_worker_that_keeps_dying_is_started_again_later_each_time(run_server, upstream) -> None:
+    """A request that crashes its worker, sent again and again, must not make a hot loop of
+    restarts: each replacement waits twice as long as the last (0.5 s, 1 s, 2 s), the log
+    says why each died, and /metrics counts the restarts."""
+    server = run_server([*upstream[1], "--workers", "2"])
+    server.wait_for_health(200)
+    victim, other = sorted(two_workers(server))
+    for pause in (0.5, 1.0, 2.0):  # the worker in one place, and each one put in its place
+        with_signal(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        until(lambda gone=victim: gone not in (now := workers(server.proc.pid)) and len(now) == 2)
+        assert time.monotonic() - killed >= pause  # never sooner; later only on a slow day
+        [replacement] = two_workers(server) - {other}
+        assert f"(pid {victim}) was killed by SIGKILL; starting another in {pause:g} s" in (
+            server.output()
+        )
+        victim = replacement
+    server.wait_for_health(200)
+    text = httpx.get(f"{server.url}/metrics").text
+    restarts = [metric(text, f'qwen3_asr_worker_restarts_total{{worker="{i}"}}') for i in "01"]
+    assert sum(restarts) == 3
+    assert post(server.url).status_code == 200
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])  # HUP: a terminal closed
