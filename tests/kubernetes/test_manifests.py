@@ -33,17 +33,34 @@ GRACE_MARGIN = 5  # seconds: a kill that lands as the last wait ends loses answe
 AUTOSCALED = tuple(overlay for overlay in OVERLAYS if overlay != "cpu")
 
 
-@cache
-def rendered(overlay: str) -> tuple[Object, ...]:
+def render(folder: Path) -> tuple[Object, ...]:
     assert shutil.which("kubectl"), "kubectl is needed: scripts/test.sh installs it"
     done = subprocess.run(
-        ["kubectl", "kustomize", str(KUBE / "overlays" / overlay)],
+        ["kubectl", "kustomize", str(folder)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
     return tuple(each for each in yaml.safe_load_all(done.stdout) if each)
+
+
+@cache
+def rendered(overlay: str) -> tuple[Object, ...]:
+    return render(KUBE / "overlays" / overlay)
+
+
+def overlay_of_ones_own(tmp_path: Path, kustomization: str) -> tuple[Object, ...]:
+    """`kustomization` rendered from my-asr/, a folder beside deploy/ (as the README puts it)."""
+    (tmp_path / "deploy").symlink_to(REPO / "deploy")
+    (tmp_path / "my-asr").mkdir()
+    (tmp_path / "my-asr" / "kustomization.yaml").write_text(kustomization)
+    return render(tmp_path / "my-asr")
+
+
+def kind_in(objects: tuple[Object, ...], kind: str) -> Object:
+    [found] = [each for each in objects if each["kind"] == kind]
+    return found
 
 
 def one(overlay: str, kind: str) -> Object:
@@ -236,3 +253,189 @@ def test_every_selector_finds_the_pods(overlay: str) -> None:
         assert monitor.items() <= service.items()
         target = one(overlay, "ScaledObject")["spec"]["scaleTargetRef"]["name"]
         assert target == one(overlay, "Deployment")["metadata"]["name"]
+
+
+# --- what a deployment is safe by, and what it leaves to its overlay --------------------------
+
+PSA_RESTRICTED_VOLUMES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+    "projected", "secret",
+}  # fmt: skip
+
+
+def api_key(objects: tuple[Object, ...]) -> list[Object]:
+    [container] = kind_in(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return [each for each in container["env"] if each["name"] == "QWEN_API_KEY"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_api_key_is_required(overlay: str) -> None:
+    """A missing Secret keeps the pod from starting, rather than serving without auth."""
+    [variable] = api_key(rendered(overlay))
+    reference = variable["valueFrom"]["secretKeyRef"]
+    assert (reference["name"], reference["key"]) == ("qwen3-asr-server", "api-key")
+    assert reference.get("optional", False) is False
+
+
+def test_no_auth_is_a_component_an_overlay_names(tmp_path: Path) -> None:
+    objects = overlay_of_ones_own(
+        tmp_path,
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [../deploy/kubernetes/overlays/gateway]\n"
+        "components: [../deploy/kubernetes/components/no-auth]\n",
+    )
+    assert api_key(objects) == []
+    [container] = kind_in(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    left = {e["name"]: e.get("value", "") for e in container["env"]}
+    assert left == {k: v for k, v in env("gateway").items() if k != "QWEN_API_KEY"}
+    assert "components/no-auth" in (REPO / "README.md").read_text()
+
+
+def ingress_peers(objects: tuple[Object, ...]) -> list[Object]:
+    """Every peer the NetworkPolicy admits, each checked to select something named."""
+    policy = kind_in(objects, "NetworkPolicy")["spec"]
+    assert "Ingress" in policy["policyTypes"]
+    peers = []
+    for rule in policy["ingress"]:
+        assert rule.get("from"), rule  # an empty or missing `from` admits every source
+        assert [port["port"] for port in rule["ports"]] == ["http"]
+        for peer in rule["from"]:
+            assert peer, rule
+            for selector in ("podSelector", "namespaceSelector"):
+                if selector in peer:  # `{}` selects every pod, or every namespace
+                    assert peer[selector].get("matchLabels") or peer[selector].get(
+                        "matchExpressions"
+                    ), peer
+            peers.append(peer)
+    return peers
+
+
+CLIENT = {"podSelector": {"matchLabels": {"qwen3-asr-server/client": "true"}}}
+PROMETHEUS = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_network_policy_admits_only_the_peers_it_names(overlay: str) -> None:
+    peers = ingress_peers(rendered(overlay))
+    assert peers[0] == CLIENT  # the base's: pods of its namespace that carry the label
+    expected = [CLIENT]
+    if overlay in AUTOSCALED:  # Prometheus scrapes /metrics, where the autoscaler asks it
+        expected.append(PROMETHEUS)
+        address = one(overlay, "ScaledObject")["spec"]["triggers"][0]["metadata"]
+        assert ".monitoring.svc:" in address["serverAddress"]
+    if overlay == "gateway":  # Envoy Gateway's proxies for the route's parent
+        [parent] = one(overlay, "HTTPRoute")["spec"]["parentRefs"]
+        expected.append(
+            {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": "envoy-gateway-system"}
+                },
+                "podSelector": {
+                    "matchLabels": {
+                        "gateway.envoyproxy.io/owning-gateway-name": parent["name"],
+                        "gateway.envoyproxy.io/owning-gateway-namespace": "qwen3-asr",
+                    }
+                },
+            }
+        )
+    assert peers == expected
+
+
+def test_the_readmes_own_overlay_names_a_storage_class_and_opens_the_policy(
+    tmp_path: Path,
+) -> None:
+    """The README's overlay of one's own renders, and does what it says."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    [example] = [each for each in blocks if each.startswith("# my-asr/kustomization.yaml")]
+    objects = overlay_of_ones_own(tmp_path, example)
+    assert kind_in(objects, "PersistentVolumeClaim")["spec"]["storageClassName"] == "nfs-csi"
+    mine = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "my-app"}}}
+    assert ingress_peers(objects) == [*ingress_peers(rendered("gpu")), mine]
+    assert len(api_key(objects)) == 1
+    # and its commented-out component, taken in, leaves no key
+    uncommented = example.replace("# components:", "components:").replace("#   - ", "  - ")
+    other = tmp_path / "other"
+    other.mkdir()
+    assert api_key(overlay_of_ones_own(other, uncommented)) == []
+
+
+def test_the_base_claim_leaves_the_storage_class_to_the_overlay() -> None:
+    [claim] = [each for each in rendered("gpu") if each["kind"] == "PersistentVolumeClaim"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert "storageClassName" not in claim["spec"]  # the default; "" would mean none at all
+
+
+@pytest.mark.parametrize("overlay", AUTOSCALED)
+def test_keda_owns_the_replica_count_and_scales_down_slowly(overlay: str) -> None:
+    deployment = one(overlay, "Deployment")
+    scaler = one(overlay, "ScaledObject")["spec"]
+    assert scaler["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert "replicas" not in deployment["spec"]  # every apply would reset KEDA's count
+    # cooldownPeriod times only the step to zero; above it the HPA's behaviour rules
+    assert scaler["minReplicaCount"] >= 1
+    assert "cooldownPeriod" not in scaler
+    down = scaler["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
+    assert down["stabilizationWindowSeconds"] >= 300
+    assert down["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+    # the query counts this namespace's pods only, not a namesake's elsewhere
+    query = scaler["triggers"][0]["metadata"]["query"]
+    namespace = deployment["metadata"]["namespace"]
+    selectors = re.findall(r"\{([^}]*)\}", query)
+    assert len(selectors) == 2
+    for selector in selectors:
+        assert f'namespace="{namespace}"' in selector, query
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_disruption_budget_keeps_a_pod_up_and_never_blocks_a_drain(overlay: str) -> None:
+    budget_spec = one(overlay, "PodDisruptionBudget")["spec"]
+    # minAvailable 1 with one replica would block the node's drain for good
+    assert "minAvailable" not in budget_spec
+    assert budget_spec["maxUnavailable"] == 1
+    if overlay in AUTOSCALED:  # at the fewest replicas, one still serves during a drain
+        fewest = one(overlay, "ScaledObject")["spec"]["minReplicaCount"]
+        assert fewest - budget_spec["maxUnavailable"] >= 1
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_release_image_is_pulled_once_and_one_slow_answer_keeps_a_pod_ready(
+    overlay: str,
+) -> None:
+    container = server_container(overlay)
+    tag = container["image"].rsplit(":", 1)[1]
+    assert re.fullmatch(r"\d+\.\d+\.\d+(-cpu)?", tag)  # a release's, which never moves
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    readiness = container["readinessProbe"]
+    assert readiness["failureThreshold"] >= 3
+    assert 2 <= readiness["timeoutSeconds"] <= readiness["periodSeconds"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_namespace_enforces_pod_security_restricted_and_the_pods_meet_it(
+    overlay: str,
+) -> None:
+    """The Pod Security Standards' restricted rules (and so baseline's), checked on the pod."""
+    labels = one(overlay, "Namespace")["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    pod = one(overlay, "Deployment")["spec"]["template"]["spec"]
+    for host in ("hostNetwork", "hostPID", "hostIPC"):
+        assert pod.get(host, False) is False
+    for volume in pod["volumes"]:
+        assert set(volume) - {"name"} <= PSA_RESTRICTED_VOLUMES, volume
+    pod_context = pod.get("securityContext", {})
+    assert pod_context.get("runAsUser", 1) != 0
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        context = container.get("securityContext", {})
+        assert context.get("privileged", False) is False
+        assert context["allowPrivilegeEscalation"] is False
+        assert context.get("runAsNonRoot", pod_context.get("runAsNonRoot")) is True
+        assert context.get("runAsUser", 1) != 0
+        seccomp = context.get("seccompProfile", pod_context.get("seccompProfile", {}))
+        assert seccomp.get("type") in ("RuntimeDefault", "Localhost")
+        assert context["capabilities"]["drop"] == ["ALL"]
+        assert set(context["capabilities"].get("add", [])) <= {"NET_BIND_SERVICE"}
+        assert all("hostPort" not in port for port in container.get("ports", []))

