@@ -100,10 +100,13 @@ class Upstream:
         self, body: dict[str, Any], request_id: str, stream: bool
     ) -> aiohttp.ClientResponse:
         """The answer, read whole unless it is a stream; an error answer raised."""
+        try:
+            data = orjson.dumps(body)
+        except TypeError as exc:  # a client's integer past 64 bits, in a chat body passed on
+            message = f"The request cannot be sent to the model: {exc}."
+            raise APIError(400, message, code="invalid_value") from exc
         with reaching(SPEECH_BACKEND, self.timeout):
-            response = await self._client.post(
-                CHAT_PATH, orjson.dumps(body), {"X-Request-Id": request_id}
-            )
+            response = await self._client.post(CHAT_PATH, data, {"X-Request-Id": request_id})
             try:
                 if not stream or response.status >= 400:
                     await response.read()

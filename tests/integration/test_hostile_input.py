@@ -327,6 +327,17 @@ async def test_json_nested_too_deep_to_parse_is_a_400(backend: Backend) -> None:
         _assert_error(response, 400, None, "invalid_json")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_integer_past_64_bits_is_a_400_not_a_500(backend: Backend, stream: bool) -> None:
+    """A chat body is passed on to vLLM as JSON, which holds no such integer (found by
+    tests/integration/test_fuzz.py)."""
+    async with serving(backend) as h:
+        body = {**_body({"role": "user", "content": "hi"}), "seed": 1 << 70, "stream": stream}
+        response = await h.http.post(CHAT, json=body)
+        assert "64-bit" in _assert_error(response, 400, None, "invalid_value")
+        assert backend.recorder.bodies == []
+
+
 # 3. Control tokens in chat text
 
 
