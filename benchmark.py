@@ -55,7 +55,7 @@ import wave
 from array import array
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -734,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
         show_compare(comparisons, targets, opts)
     environment = {
         "url": targets[0].url, "compare_url": args.compare and targets[1].url,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(), "platform": platform.platform(),
         "httpx": httpx.__version__, "runs": opts.runs, "concurrency": opts.levels,
         "stream": opts.stream, "model": args.model, "language": opts.language,

@@ -198,7 +198,7 @@ class Supervisor:
         try:
             async with probe.session.get(probe.url("/health"), timeout=_PROBE_TIMEOUT) as answer:
                 return answer.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             return False
 
     async def _discover_model(self) -> None:
@@ -209,7 +209,7 @@ class Supervisor:
             async with probe.session.get(probe.url("/v1/models"), timeout=_PROBE_TIMEOUT) as answer:
                 listing = await answer.json(content_type=None)
             ids = [str(entry["id"]) for entry in listing["data"]]
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, KeyError, TypeError):
+        except (TimeoutError, aiohttp.ClientError, ValueError, KeyError, TypeError):
             return
         if self.upstream_model in ids or not ids:
             return

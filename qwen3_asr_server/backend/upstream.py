@@ -6,7 +6,6 @@ It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are bu
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -185,7 +184,7 @@ class EventStream:
                     done = isinstance(choice, dict) and choice.get("finish_reason") is not None
                     finished[index] = finished.get(index, False) or done
                 yield event
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             raise unavailable(f"{SPEECH_BACKEND} failed during the stream; retry shortly.") from exc
         finally:
             await self.aclose()

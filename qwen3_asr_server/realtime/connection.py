@@ -42,7 +42,7 @@ class Connection:
                 text = orjson.dumps(event).decode()
                 await asyncio.wait_for(self.websocket.send_text(text), SEND_TIMEOUT)
             # RuntimeError: uvicorn closed it meanwhile (a ping unanswered, shutdown)
-            except (TimeoutError, asyncio.TimeoutError, RuntimeError, WebSocketDisconnect) as exc:
+            except (TimeoutError, RuntimeError, WebSocketDisconnect) as exc:
                 raise ClientGone from exc
 
     async def serve(self) -> None:

@@ -8,12 +8,12 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 import yaml
 
 from qwen3_asr_server.app import create_app

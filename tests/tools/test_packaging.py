@@ -14,11 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
