@@ -425,7 +425,10 @@ def _routes(app: Any) -> list[tuple[str, set[str]]]:
         routes: list[Any] = list(app.routes)
     else:
         routes = list(iter_route_contexts(app.routes))
-    return [(route.path, set(route.methods or ())) for route in routes if route.path]
+    # a mount (the playground's static files) has a path but no methods
+    return [
+        (route.path, set(getattr(route, "methods", None) or ())) for route in routes if route.path
+    ]
 
 
 def _probe(template: str, method: str) -> dict[str, Any]:

@@ -155,8 +155,8 @@ async def one_session(ws: ClientConnection, stop: threading.Event, speaker: Spea
         await asyncio.sleep(1.5)
         await ws.close()
     await listener
-    if ws.close_code != 1000:
-        speaker.closes.append(ws.close_code or 0)
+    if ws.protocol.close_code != 1000:
+        speaker.closes.append(ws.protocol.close_code or 0)
     speaker.lost += sorted(started)
 
 

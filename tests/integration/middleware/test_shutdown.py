@@ -73,8 +73,8 @@ async def _events_until_closed(ws: ClientConnection, into: list[str]) -> int:
         async for message in ws:
             event = json.loads(message)
             into.append(event.get("transcript") or event["type"])
-    assert ws.close_code is not None
-    return ws.close_code
+    assert ws.protocol.close_code is not None
+    return ws.protocol.close_code
 
 
 def test_sigterm_under_load_answers_every_accepted_request(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_sigterm_lets_realtime_sessions_finish_their_utterance_then_closes_them_
             server.proc.send_signal(signal.SIGTERM)
             idle_seen: list[str] = []
             assert await _events_until_closed(idle, idle_seen) == 1012
-            assert idle.close_reason == "The server is restarting: reconnect."
+            assert idle.protocol.close_reason == "The server is restarting: reconnect."
             async with httpx.AsyncClient(base_url=server.url, timeout=5) as http:
                 assert (await http.get("/livez")).status_code == 200
                 assert (await http.get("/health")).status_code == 503
