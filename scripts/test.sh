@@ -60,3 +60,8 @@ fi
 "$venv/bin/mypy"
 # pytest exits 5 when it collected no test: that is a failure too, and set -e sees it
 "$venv/bin/python" -m pytest "${deselect[@]}" "$@"
+# The whole run (no arguments) then runs the tests that lean on the dependencies again, on the
+# lowest versions pyproject.toml allows
+if [ $# -eq 0 ]; then
+    bash scripts/dependency-floors.sh
+fi
