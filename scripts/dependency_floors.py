@@ -3,6 +3,7 @@
     python scripts/dependency_floors.py python       the Python floor's interpreter ("python3.11")
     python scripts/dependency_floors.py constraints  pip constraints: each dependency at its floor
     python scripts/dependency_floors.py check        fail unless this Python and its packages are
+                                                     at their floors
 
 The server's dependencies and its test extra are floored here; the engine extras are not (the
 engine tests install the one vLLM CPU release they were written for).
@@ -31,10 +32,10 @@ def floor(specifier: SpecifierSet) -> Version | None:
     return max(bounds) if bounds else None
 
 
-def floors(project: dict[str, Any]) -> dict[str, Version | None]:
-    """Each direct dependency of the server and of EXTRAS, by canonical name, with its floor."""
+def floors(project: dict[str, Any], extras: tuple[str, ...] = EXTRAS) -> dict[str, Version | None]:
+    """Each direct dependency of the server and of `extras`, by canonical name, with its floor."""
     requirements = list(project["dependencies"])
-    for extra in EXTRAS:
+    for extra in extras:
         requirements += project["optional-dependencies"][extra]
     found: dict[str, Version | None] = {}
     for line in requirements:

@@ -1,18 +1,18 @@
 """The declared lower bounds: each one is there, the linters agree with the Python floor, and
-none is below what the code is known to need. scripts/dependency-floors.sh runs the fast suite
-on them."""
+none is below what the code is known to need. scripts/dependency-floors.sh runs the tests that
+lean on the dependencies with each one at its floor."""
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+from tests.fixtures.process import import_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -27,17 +27,7 @@ NEEDS = {
 }
 
 
-def load_floors() -> ModuleType:
-    path = ROOT / "scripts" / "dependency_floors.py"
-    spec = importlib.util.spec_from_file_location("dependency_floors", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-floors = load_floors()
+floors = import_script("scripts/dependency_floors.py")
 
 
 def test_floor_is_the_highest_lower_bound() -> None:

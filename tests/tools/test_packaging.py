@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 import yaml
-from packaging.requirements import Requirement
 from packaging.version import Version
 
+from tests.fixtures.process import import_script
+
 ROOT = Path(__file__).resolve().parents[2]
+dependency_floors = import_script("scripts/dependency_floors.py")
 CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE = ROOT / "docker-compose.yml"
 TESTS_WORKFLOW = ROOT / ".github" / "workflows" / "tests.yml"
@@ -156,13 +158,10 @@ def default(stage: list[tuple[str, str]], name: str) -> str:
     return value.strip('"')
 
 
-def floor(extra: str, package: str) -> Version:
+def floor(extra: str, package: str) -> Version | None:
     """The lowest version pyproject.toml's `extra` allows of `package`."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = [Requirement(each) for each in project["optional-dependencies"][extra]]
-    (requirement,) = [each for each in requirements if each.name == package]
-    (bound,) = [spec.version for spec in requirement.specifier if spec.operator in (">=", "==")]
-    return Version(bound)
+    return dependency_floors.floors(project, (extra,))[package]
 
 
 def test_the_images_engine_versions_are_pyprojects_floors() -> None:
