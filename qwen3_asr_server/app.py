@@ -32,12 +32,13 @@ from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
 from .middleware.origin import OriginCheck
 from .middleware.request_id import RequestIdMiddleware
+from .networks import Shared
 from .protocol.fields import Policy
 from .realtime.seats import LocalSeats, Seats
 from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
-from .silero import SharedModel
+from .silero import SpeechModel
 from .stages import registry
 from .state import AppState
 from .transcription.service import TranscriptionService
@@ -109,7 +110,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
     upstream = Upstream(settings, parts.asr, parts.admission)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started)
     aligner = _aligner(settings, parts.aligner)
-    speech_model = SharedModel()
+    speech_model = Shared(SpeechModel)
     stages = registry.every(settings, aligner)
     return AppState(
         settings=settings,

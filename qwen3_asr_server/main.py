@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from . import silero
+from . import networks
 from .app import create_app
 from .serving import server as serving
 from .settings import parse_args
@@ -13,7 +13,7 @@ from .workers import manager
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    silero.disable_telemetry()
+    networks.disable_telemetry()
     args = sys.argv[1:] if argv is None else list(argv)
     settings, vllm_args = parse_args(args)
     serving.configure_logging(settings)

@@ -15,13 +15,10 @@ anyway (near the threshold, around 1% of windows).
 
 from __future__ import annotations
 
-import os
-import threading
-from importlib import resources
-
 import numpy as np
 import numpy.typing as npt
 
+from . import networks
 from .audio import RATE
 
 WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
@@ -36,34 +33,12 @@ Probabilities = npt.NDArray[np.float32]
 State = npt.NDArray[np.float32]
 
 
-def disable_telemetry() -> None:
-    """ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
-    under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's telemetry,
-    unless ORT_DISABLE_TELEMETRY is set first. A self-hosted server sends nothing anywhere; an
-    operator who wants it on can set the variable to 0.
-
-    Called by the entry points before any thread starts: the model loads in a worker thread,
-    and setenv there would race getenv in the others (which can crash glibc).
-    """
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-
-
 class SpeechModel:
-    """Silero VAD v5 (ONNX, `weights/silero/`), one per process: every Realtime session and upload
-    shares the network and keeps its own recurrent state. One thread per inference, so that
-    one caller never takes more than a core; ONNX Runtime releases the GIL while it runs, and
-    one session may be run from several threads at once."""
+    """Silero VAD v5 (ONNX, `weights/silero/`), one per process (`networks.Shared`): every
+    Realtime session and upload shares the network and keeps its own recurrent state."""
 
     def __init__(self) -> None:
-        import onnxruntime  # here: processes that never look for speech never load it
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        model = resources.files(__package__).joinpath("weights/silero/silero_vad.onnx").read_bytes()
-        self._session = onnxruntime.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"]
-        )
+        self._session = networks.session("silero/silero_vad.onnx")
         self._rate = np.array(RATE, dtype=np.int64)
 
     @staticmethod
@@ -112,19 +87,3 @@ class SpeechModel:
             if step >= priming:
                 found[step - priming] = output
         return found.T.reshape(-1)[:windows]
-
-
-class SharedModel:
-    """The process's one `SpeechModel`, loaded by whichever caller needs it first (0.2 s and
-    65 MiB, ONNX Runtime included), from any thread; servers that never look for speech never
-    pay for it."""
-
-    def __init__(self) -> None:
-        self._model: SpeechModel | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> SpeechModel:
-        with self._lock:
-            if self._model is None:
-                self._model = SpeechModel()
-            return self._model

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
     from .catalog import Catalog
     from .chat.service import ChatService
     from .metrics import Metrics
+    from .networks import Shared
     from .protocol.fields import Policy
     from .realtime.seats import Seats
     from .serving.drain import Drain
     from .settings import Settings
-    from .silero import SharedModel
+    from .silero import SpeechModel
     from .transcription.service import TranscriptionService
 
 
@@ -35,7 +36,7 @@ class AppState:
     transcription: TranscriptionService
     chat: ChatService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
-    speech_model: SharedModel
+    speech_model: Shared[SpeechModel]
     seats: Seats  # Realtime sessions open, at most --max-sessions
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
 

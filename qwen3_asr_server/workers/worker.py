@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from .. import silero
+from .. import networks
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
@@ -71,7 +71,7 @@ class _WorkerServer(serving.Server):
 def main(argv: Sequence[str]) -> None:
     """`python -m qwen3_asr_server.workers.worker INDEX DIRECTORY <the server's arguments>`,
     as the main process starts it (see `manager`)."""
-    silero.disable_telemetry()
+    networks.disable_telemetry()
     index, directory = int(argv[0]), Path(argv[1])
     settings, vllm_args = parse_args(argv[2:])
     serving.configure_logging(settings)

@@ -8,8 +8,9 @@ import numpy.typing as npt
 import pytest
 
 from qwen3_asr_server.audio import RATE, Audio
+from qwen3_asr_server.networks import Shared
 from qwen3_asr_server.segmentation import Span
-from qwen3_asr_server.silero import CONTEXT, MIN_CHUNK, WINDOW, SharedModel, SpeechModel
+from qwen3_asr_server.silero import CONTEXT, MIN_CHUNK, WINDOW, SpeechModel
 from qwen3_asr_server.transcription.pieces import Options, plan
 from tests.fixtures.speech import noise_only, scene, spoken
 
@@ -126,5 +127,5 @@ def test_a_short_clip_that_needs_no_cut_is_never_judged_by_silero() -> None:
 
 
 def test_the_shared_model_is_loaded_once() -> None:
-    shared = SharedModel()
+    shared = Shared(SpeechModel)
     assert shared() is shared()
