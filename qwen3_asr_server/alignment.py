@@ -55,6 +55,7 @@ class Word:
     end: float
     first: int
     last: int
+    speaker: str | None = None  # who says it, when a diarizer said
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
 from .silero import SpeechModel
+from .speakers.diarize import Diarizer
+from .speakers.embedding import SpeakerModel
 from .stages import registry
 from .state import AppState
 from .transcription.service import TranscriptionService
@@ -108,10 +110,11 @@ class _App(FastAPI):
 def app_state(settings: Settings, parts: Backends) -> AppState:
     """The state of one app: its clients of the backends, its policy, its services."""
     upstream = Upstream(settings, parts.asr, parts.admission)
-    catalog = Catalog(settings.served_name, settings.model_aliases, parts.started)
+    diarizer = None if settings.diarizer == "none" else Diarizer(Shared(SpeakerModel))
+    catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
     aligner = _aligner(settings, parts.aligner)
     speech_model = Shared(SpeechModel)
-    stages = registry.every(settings, aligner)
+    stages = registry.every(settings, aligner, speech_model, diarizer)
     return AppState(
         settings=settings,
         metrics=parts.metrics,
@@ -128,6 +131,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         transcription=TranscriptionService(settings, upstream, stages, speech_model, parts.metrics),
         chat=ChatService(upstream, catalog),
         speech_model=speech_model,
+        diarizer=diarizer,
         seats=parts.seats,
         aligner=aligner,
     )

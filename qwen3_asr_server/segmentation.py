@@ -78,10 +78,12 @@ class Chunking:
 
 @dataclass(frozen=True)
 class Span:
-    """Samples `start:end` of the recording (end exclusive)."""
+    """Samples `start:end` of the recording (end exclusive), and who speaks there, when a
+    diarizer said (its label, "A" or a known speaker's name)."""
 
     start: int
     end: int
+    speaker: str | None = None
 
     def seconds(self, rate: int) -> tuple[float, float]:
         """Start and end in seconds, for timestamps offset into the whole recording."""
@@ -110,6 +112,18 @@ def _speech_runs(probabilities: Probabilities, chunking: Chunking) -> tuple[Fram
     ends = np.concatenate([ends[:-1][real], ends[-1:]])
     kept = ends - starts >= round(MIN_SPEECH_SECONDS * RATE / WINDOW)
     return starts[kept], ends[kept]
+
+
+def speech(
+    probabilities: Probabilities, length: int, chunking: Chunking | None = None
+) -> list[Span]:
+    """Where a recording of `length` samples holds speech, without padding, as `split` hears
+    it: pauses shorter than the chunking's `min_pause` bridged, clicks dropped."""
+    starts, ends = _speech_runs(probabilities, chunking or Chunking())
+    return [
+        Span(int(start) * WINDOW, min(length, int(end) * WINDOW))
+        for start, end in zip(starts, ends, strict=True)
+    ]
 
 
 def _last_max(values: Frames) -> int:

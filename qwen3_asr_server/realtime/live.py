@@ -108,9 +108,9 @@ class Relays:
 
     def begin(self, config: SessionConfig, item_id: str, start: int) -> Live | None:
         """A relay for the utterance starting at stream position `start`, if vLLM's endpoint
-        serves this session: it takes no language or context."""
+        serves this session: it takes no language or context, and labels no speakers."""
         asked = config.language or config.languages or config.prompt or config.keywords
-        if not self._offered or asked or config.logprobs:
+        if not self._offered or asked or config.logprobs or config.diarize:
             return None
         live = Live(item_id, start)
         task = asyncio.create_task(self._relay(live))

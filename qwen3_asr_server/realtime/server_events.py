@@ -16,6 +16,7 @@ from .. import languages
 from ..errors import ServerError
 from ..languages import Language
 from ..protocol.realtime import LOGPROBS, SessionConfig
+from ..transcription.transcript import Segment
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _SESSION_OBJECT = "realtime.transcription_session"
@@ -173,6 +174,22 @@ def transcription_delta(
     if logprobs is not None:
         fields["logprobs"] = list(logprobs)
     return _event("conversation.item.input_audio_transcription.delta", **fields)
+
+
+def transcription_segment(
+    item_id: str, number: int, segment: Segment, content_index: int = 0
+) -> Event:
+    """One speaker's part of an item's transcript (diarizing sessions), times in the item."""
+    return _event(
+        "conversation.item.input_audio_transcription.segment",
+        item_id=item_id,
+        content_index=content_index,
+        id=f"seg_{number}",
+        start=round(segment.start, 3),
+        end=round(segment.end, 3),
+        speaker=segment.speaker or "A",
+        text=segment.text,
+    )
 
 
 def transcription_completed(

@@ -19,7 +19,9 @@ from ..audio import Audio
 from ..errors import APIError
 from ..languages import Language
 from ..protocol.realtime import SessionConfig
+from ..speakers.diarize import Voices
 from ..state import AppState
+from ..transcription.pieces import Cuts
 from ..transcription.usage import Tokens
 from . import server_events as events
 from .history import History
@@ -46,6 +48,7 @@ class Transcriber:
         self._config = config  # the session's, as it is when an utterance's turn comes
         self._queue: asyncio.Queue[Utterance] = asyncio.Queue(MAX_QUEUED)
         self._task: asyncio.Task[None] | None = None
+        self._voices = Voices()  # the speakers heard, when the session labels them
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -91,6 +94,13 @@ class Transcriber:
         self.history.remember(transcript)
         self.state.transcription.finished(seconds, tokens)
 
+    def _cuts(self, config: SessionConfig) -> Cuts | None:
+        """Where a diarizing session's utterance changes speaker, as the session knows them."""
+        diarizer, voices = self.state.diarizer, self._voices
+        if not config.diarize or diarizer is None:
+            return None
+        return lambda audio, speech: diarizer.utterance(audio.samples, speech, voices)
+
     async def _run(self) -> None:
         with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
             while True:
@@ -109,13 +119,20 @@ class Transcriber:
             context=self.history.context(config),
             logprobs=config.logprobs,
             candidates=config.candidates,
+            cuts=self._cuts(config),
         )
         stream = await service.utterance(utterance.audio, options, self.request_id)
         item_id = utterance.item_id
         logprobs: list[dict[str, Any]] = []
+        said = 0  # segments sent
         try:
             await stream.start()
-            async for text, entries in stream.texts():
+            async for text, entries in stream.pieces():
+                if text is None:
+                    for segment in stream.segments[said:] if config.diarize else ():
+                        await self._send(events.transcription_segment(item_id, said, segment))
+                        said += 1
+                    continue
                 logprobs += entries
                 if text:
                     kept = entries if config.logprobs else None

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..backend.aligner import Aligner
 from ..settings import Settings
+from ..silero import SpeechModel
+from ..speakers.diarize import Diarizer
+from .speakers import SpeakerAttribution
 from .stage import Stage
 from .words import WordAlignment
 
 
-def every(settings: Settings, aligner: Aligner | None) -> tuple[Stage, ...]:
-    """Word times first: a later stage (speakers) may use them."""
-    return (WordAlignment(aligner, settings.segment_concurrency),)
+def every(
+    settings: Settings,
+    aligner: Aligner | None,
+    speech: Callable[[], SpeechModel],
+    diarizer: Diarizer | None,
+) -> tuple[Stage, ...]:
+    """Word times first: speakers are then given to the words too."""
+    return (
+        WordAlignment(aligner, settings.segment_concurrency),
+        SpeakerAttribution(diarizer, speech),
+    )

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from ..audio import Audio
 from ..protocol.form import AudioRequest
+from ..transcription.pieces import Cuts
 from ..transcription.transcript import Transcript
 
 
@@ -16,8 +17,9 @@ class Stage(Protocol):
     `needed` is asked before any work: whether this request wants the stage, or a 400 when it
     asks for what the stage cannot give (no backend for it, a language it does not know).
     `check_ready` is a 503 while what it needs is loading. `max_seconds` bounds the pieces the
-    recording is cut into, if the stage takes each piece in one pass; `provides` names the
-    `Transcript` fields it fills, so that a format can tell whether it will get them.
+    recording is cut into, if the stage takes each piece in one pass; `cuts` says where else
+    they must be cut (between speakers), labelling each; `provides` names the fields of the
+    `Transcript` it fills, so that a format can tell whether it will get them.
     """
 
     @property
@@ -29,6 +31,8 @@ class Stage(Protocol):
     def needed(self, request: AudioRequest) -> bool: ...
 
     def check_ready(self) -> None: ...
+
+    def cuts(self, request: AudioRequest) -> Cuts | None: ...
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript: ...
 

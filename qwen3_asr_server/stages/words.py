@@ -17,7 +17,7 @@ from ..backend.aligner import Aligner
 from ..errors import APIError
 from ..protocol.form import AudioRequest
 from ..transcription.formats import Words
-from ..transcription.pieces import all_or_nothing
+from ..transcription.pieces import Cuts, all_or_nothing
 from ..transcription.transcript import Segment, Transcript
 
 
@@ -60,6 +60,9 @@ class WordAlignment:
     def check_ready(self) -> None:
         if self.aligner is not None:
             self.aligner.check_ready()
+
+    def cuts(self, request: AudioRequest) -> Cuts | None:
+        return None
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript:
         slots = asyncio.Semaphore(self.concurrency)

@@ -40,6 +40,7 @@ class Format:
     words: Words = Words.NEVER
     streams: bool = False  # `stream=true` may ask for it (OpenAI's transcript events)
     logprobs: bool = False  # `include[]=logprobs` may ask for it
+    speakers: bool = False  # only a diarizing model gives it (its segments have speakers)
     # where pieces are cut when no word times come (None: this server's own plan)
     unaligned_chunking: Chunking | None = None
 
@@ -50,6 +51,14 @@ FORMATS = {
         Format("json", JSON, renderers.json, streams=True, logprobs=True),
         Format("text", "text/plain; charset=utf-8", renderers.text),
         Format("verbose_json", JSON, renderers.verbose_json, segments=True, words=Words.ASKED),
+        Format(
+            "diarized_json",
+            JSON,
+            renderers.diarized_json,
+            segments=True,
+            streams=True,
+            speakers=True,
+        ),
         Format(
             "srt",
             "application/x-subrip; charset=utf-8",
@@ -68,8 +77,6 @@ FORMATS = {
         ),
     )
 }
-# OpenAI's formats this server cannot give, and why
-UNSUPPORTED = {"diarized_json": "Qwen3-ASR does not tell speakers apart"}
 
 
 def named(*, streams: bool = False, logprobs: bool = False, words: Words | None = None) -> str:

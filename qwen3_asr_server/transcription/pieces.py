@@ -30,11 +30,14 @@ from ..errors import APIError
 from ..languages import Language
 from ..model_output import LogprobFilter, clean, transcription_logprob
 from ..segmentation import Chunking, Span
-from ..silero import SpeechModel
+from ..silero import WINDOW, Probabilities, SpeechModel
 from .transcript import Segment, Transcript
 from .usage import Tokens
 
 T = TypeVar("T")
+# Where a stage needs the recording cut (a diarizer: between speakers), from the audio and its
+# speech probabilities: regions, each labelled, that together cover the recording
+Cuts = Callable[[Audio, Probabilities], list[Span]]
 # Written without spaces between words: pieces join without one.
 UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue", "th"})
 
@@ -52,6 +55,7 @@ class Options:
     concurrency: int  # pieces of this request in flight upstream
     candidates: tuple[Language, ...] = ()  # languages[] with several: the ones allowed
     chunking: Chunking | None = None  # where to cut; None: whole when it fits, else pauses
+    cuts: Cuts | None = None  # where a stage needs it cut as well
 
     def forcing(self, language: Language) -> Options:
         return dataclasses.replace(self, language=language, candidates=())
@@ -70,17 +74,34 @@ class _Piece:
 
 def whole(audio: Audio, options: Options) -> bool:
     """Whether the clip goes upstream as it is, without looking for pauses."""
-    return options.chunking is None and not options.timed and audio.duration <= options.window
+    return (
+        options.chunking is None
+        and options.cuts is None
+        and not options.timed
+        and audio.duration <= options.window
+    )
 
 
 def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> list[Span]:
     """The pieces to send: the whole clip when that will do, else pieces cut at the pauses
-    Silero VAD hears (~2-5 ms of CPU per second of audio: not for the event loop)."""
+    Silero VAD hears (~2-5 ms of CPU per second of audio: not for the event loop), inside
+    the regions a stage cuts (each piece labelled as its region is)."""
     samples = audio.samples
     if whole(audio, options):
         return [] if segmentation.is_silent(samples) else [Span(0, len(samples))]
     probabilities = model().recording(samples)
-    return segmentation.split(probabilities, len(samples), options.window, options.chunking)
+    if options.cuts is None:
+        return segmentation.split(probabilities, len(samples), options.window, options.chunking)
+    return [
+        Span(region.start + span.start, region.start + span.end, region.speaker)
+        for region in options.cuts(audio, probabilities)
+        for span in segmentation.split(
+            probabilities[region.start // WINDOW : -(-region.end // WINDOW)],
+            region.end - region.start,
+            options.window,
+            options.chunking,
+        )
+    ]
 
 
 def request_body(upstream: Upstream, audio: Audio, span: Span, options: Options) -> dict[str, Any]:
@@ -160,6 +181,7 @@ async def _ask(
         tokens=[int(token) for token in choice.get("token_ids") or []],
         avg_logprob=sum(logprobs) / len(logprobs) if logprobs else 0.0,
         logprobs=[transcription_logprob(e) for e in kept.feed(entries) + kept.finish()],
+        speaker=span.speaker,
     )
     language = cleaned.spoken_language or options.language
     return _Piece(segment, language, Tokens.of(answer.get("usage")))

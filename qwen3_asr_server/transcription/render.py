@@ -3,10 +3,12 @@ format (`formats` lists them). Pure: a JSON object or the text of the answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from typing import TYPE_CHECKING, Any
 
 from .. import languages, subtitles
+from ..alignment import Word
 from .transcript import Segment, Transcript
 from .usage import duration
 
@@ -26,7 +28,7 @@ def compression_ratio(text: str) -> float:
 
 
 def _segment(index: int, segment: Segment, temperature: float) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "id": index,
         "seek": round(segment.start * 100),  # Whisper's unit: 10 ms frames
         "start": round(segment.start, 3),
@@ -38,6 +40,21 @@ def _segment(index: int, segment: Segment, temperature: float) -> dict[str, Any]
         "compression_ratio": compression_ratio(segment.text),
         # Qwen3-ASR marks no speech as `language None`; such pieces never become segments
         "no_speech_prob": 0.0,
+    }
+    if segment.speaker is not None:
+        body["speaker"] = segment.speaker
+    return body
+
+
+def diarized_segment(index: int, segment: Segment) -> dict[str, Any]:
+    """OpenAI's TranscriptionDiarizedSegment, which a stream sends as an event too."""
+    return {
+        "type": "transcript.text.segment",
+        "id": f"seg_{index}",
+        "start": round(segment.start, 3),
+        "end": round(segment.end, 3),
+        "text": segment.text,
+        "speaker": segment.speaker or "A",
     }
 
 
@@ -82,11 +99,31 @@ def verbose_json(transcript: Transcript, request: AudioRequest) -> Body:
             for index, segment in enumerate(transcript.segments)
         ]
     if transcript.words is not None:
-        body["words"] = [
-            {"word": word.word, "start": word.start, "end": word.end} for word in transcript.words
-        ]
+        body["words"] = [_word(word) for word in transcript.words]
     body["usage"] = duration(transcript.duration)
     return _noted(body, transcript, request)
+
+
+def diarized_json(transcript: Transcript, request: AudioRequest) -> Body:
+    """OpenAI's diarized_json: the segments with their speakers."""
+    return {
+        "task": "transcribe",
+        "duration": round(transcript.duration, 3),
+        "text": transcript.text,
+        "segments": [
+            diarized_segment(index, segment) for index, segment in enumerate(transcript.segments)
+        ],
+        "usage": duration(transcript.duration)
+        if request.usage_in_seconds
+        else transcript.tokens.body(),
+    }
+
+
+def _word(word: Word) -> dict[str, Any]:
+    body: dict[str, Any] = {"word": word.word, "start": word.start, "end": word.end}
+    if word.speaker is not None:
+        body["speaker"] = word.speaker
+    return body
 
 
 def cues(transcript: Transcript) -> list[subtitles.Cue]:
@@ -95,9 +132,10 @@ def cues(transcript: Transcript) -> list[subtitles.Cue]:
     found: list[subtitles.Cue] = []
     for segment in transcript.segments:
         if segment.words:
-            found += subtitles.sentence_cues(segment.text, segment.words)
+            made = subtitles.sentence_cues(segment.text, segment.words)
         else:
-            found += subtitles.estimated_cues(segment.start, segment.end, segment.text)
+            made = subtitles.estimated_cues(segment.start, segment.end, segment.text)
+        found += [dataclasses.replace(cue, speaker=segment.speaker) for cue in made]
     return found
 
 

@@ -29,7 +29,7 @@ from ..silero import SpeechModel
 from ..stages import stage
 from ..stages.stage import Stage
 from . import pieces
-from .pieces import Options
+from .pieces import Cuts, Options
 from .render import Body
 from .streaming import TranscriptStream
 from .usage import Tokens
@@ -88,7 +88,10 @@ class TranscriptionService:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
         error here, before any answer is sent."""
         spans = await self.plan(job.audio, job.options)
-        stream = TranscriptStream(self.upstream, job.audio, spans, job.options, request_id)
+        labelled = job.request.response_format.speakers
+        stream = TranscriptStream(
+            self.upstream, job.audio, spans, job.options, request_id, labelled=labelled
+        )
         await stream.start()
         return Events(self, stream, job.audio.duration, request_id)
 
@@ -108,6 +111,7 @@ class TranscriptionService:
         timed: bool = False,
         chunking: Chunking | None = None,
         stages: Sequence[Stage] = (),
+        cuts: Cuts | None = None,
     ) -> Options:
         """How a recording is transcribed, with this server's window and concurrency: pieces
         a stage takes in one pass fit its window too."""
@@ -122,6 +126,7 @@ class TranscriptionService:
             concurrency=self.settings.segment_concurrency,
             candidates=candidates,
             chunking=chunking,
+            cuts=cuts,
         )
 
     async def plan(self, recording: Audio, options: Options) -> list[Span]:
@@ -155,6 +160,7 @@ class TranscriptionService:
             timed=kind.segments,
             chunking=chunking,
             stages=needed,
+            cuts=next((cut for cut in (each.cuts(request) for each in needed) if cut), None),
         )
 
     async def _decode(self, file: BinaryIO, size: int) -> Audio:

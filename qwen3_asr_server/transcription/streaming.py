@@ -1,4 +1,6 @@
-"""stream=true: OpenAI's `transcript.text.delta` / `transcript.text.done` events.
+"""stream=true: OpenAI's `transcript.text.delta` / `transcript.text.done` events; for
+`diarized_json`, each piece's deltas name their segment (`segment_id`), and each finished piece
+is a `transcript.text.segment` event with its speaker.
 
 vLLM streams chat chunks that still carry `language X<asr_text>`, split anywhere; clients
 expect OpenAI's events with clean text. The pieces of a long recording stream from vLLM
@@ -18,13 +20,15 @@ from typing import Any
 import orjson
 
 from .. import languages
-from ..audio import Audio
+from ..audio import RATE, Audio
 from ..backend.upstream import EventStream, Upstream
 from ..errors import APIError
 from ..languages import Language
 from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..segmentation import Span
 from .pieces import Options, joiner, request_body
+from .render import diarized_segment
+from .transcript import Segment
 from .usage import Tokens
 
 DELTA = "transcript.text.delta"
@@ -63,8 +67,10 @@ class TranscriptStream:
         spans: list[Span],
         options: Options,
         request_id: str,
+        labelled: bool = False,
     ):
         self.upstream = upstream
+        self.labelled = labelled  # segment ids on the deltas, and segment events
         self.audio = audio
         self.options = options
         self.request_id = request_id
@@ -76,6 +82,7 @@ class TranscriptStream:
         self.tokens = Tokens()  # totals, known once the events are through
         self.spoken: list[Language] = []  # the languages heard, first heard first
         self.text: str | None = None  # the whole text, once it is through
+        self.segments: list[Segment] = []  # the pieces through that said something
 
     async def start(self) -> None:
         slots = asyncio.Semaphore(self.options.concurrency)
@@ -107,16 +114,25 @@ class TranscriptStream:
         """The clean text as it comes, with its tokens' logprobs, the pieces joined in order;
         raises the APIError of a piece that failed. `text` and the token totals are set once
         it is through; the pieces' streams are closed either way."""
+        async for text, logprobs in self.pieces():
+            if text is not None:
+                yield text, logprobs
+
+    async def pieces(self) -> AsyncIterator[tuple[str | None, list[dict[str, Any]]]]:
+        """`texts`, and None where a piece ends: `segments` then holds it, if it said
+        anything (with the speaker of its span, its times in the audio)."""
         parts: list[str] = []
         try:
             for index in range(len(self.queues)):
-                started = False
+                started, begun = False, len(parts)
                 while True:
                     item = await self._next(index)
                     if item.error is not None:
                         raise item.error
                     if item.end:
                         self.tokens += item.tokens
+                        self._finished(index, "".join(parts[begun:]))
+                        yield None, []
                         break
                     text = item.text
                     if text and not started and "".join(parts):
@@ -133,10 +149,17 @@ class TranscriptStream:
     async def events(self) -> AsyncIterator[str]:
         """OpenAI's server-sent events: the deltas, then done (or an error event)."""
         logprobs: list[dict[str, Any]] = []
+        started = False  # the piece streamed has said something: it is the last segment
         try:
-            async for text, entries in self.texts():
+            async for text, entries in self.pieces():
+                if text is None:
+                    if self.labelled and started:
+                        yield sse(diarized_segment(len(self.segments) - 1, self.segments[-1]))
+                    started = False
+                    continue
+                started = started or bool(text)
                 logprobs += entries
-                yield sse(self._delta(text, entries))
+                yield sse(self._delta(text, entries, len(self.segments)))
         except APIError as exc:
             yield sse(exc.body())
             return
@@ -158,11 +181,23 @@ class TranscriptStream:
             return item
         return await self.queues[index].get()
 
-    def _delta(self, text: str, logprobs: list[dict[str, Any]]) -> dict[str, Any]:
+    def _delta(self, text: str, logprobs: list[dict[str, Any]], segment: int) -> dict[str, Any]:
+        """A delta of the segment numbered `segment` (the pieces before said that many)."""
         event: dict[str, Any] = {"type": DELTA, "delta": text}
         if self.options.logprobs:
             event["logprobs"] = logprobs
+        if self.labelled:
+            event["segment_id"] = f"seg_{segment}"
         return event
+
+    def _finished(self, piece: int, text: str) -> None:
+        """A piece is through: a segment, if it said something."""
+        if text.strip():
+            span = self.spans[piece]
+            start, end = span.seconds(RATE)
+            self.segments.append(
+                Segment(start, end, text.strip(), [], 0.0, [], speaker=span.speaker)
+            )
 
     async def _piece(
         self, span: Span, queue: asyncio.Queue[_Item], slots: asyncio.Semaphore

@@ -22,6 +22,7 @@ class Segment:
     avg_logprob: float  # mean log-probability of those tokens (0.0 when unknown)
     logprobs: list[dict[str, Any]]  # OpenAI's {token, logprob, bytes} for the text's tokens
     words: list[Word] | None = None  # its units' times, once aligned
+    speaker: str | None = None  # who says it, when a diarizer said
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,13 @@ import httpx
 import numpy as np
 import pytest
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.select import Select
 
+from qwen3_asr_server.catalog import DIARIZE
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.browser import Browser, available
 from tests.fixtures.containers import encode
+from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import RATE, sentence, speech_wav, spoken
@@ -296,3 +299,51 @@ def test_the_page_fits_a_phone_and_works_from_the_keyboard(
     focused.send_keys(Keys.HOME)
     assert browser.find("#files-panel").is_displayed()
     only_this_server(browser, server)
+
+
+def test_who_spoke_is_shown_with_a_label_and_a_colour_each(
+    browser: Browser, server: LiveServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "meeting.wav"
+    path.write_bytes(conversation(3, 8, tmp_path, seed=2).wav())
+    browser.open(server.url)
+    ready(browser)
+    choice = browser.wait(
+        lambda: browser.find("#file-speakers").is_displayed() and browser.find("#file-speakers")
+    )
+    choice.click()
+    browser.find("#file").send_keys(str(path))
+    browser.find("#transcribe").click()
+    items = browser.wait(lambda: browser.all("#segments li"), message="no segments appeared")
+    verbose = api(server, path, model=DIARIZE, response_format="verbose_json").json()
+    labels = [item.find_element("css selector", ".speaker") for item in items]
+    assert [label.text for label in labels] == [s["speaker"] for s in verbose["segments"]]
+    colours = {label.text: label.value_of_css_property("background-color") for label in labels}
+    assert len(set(colours.values())) == len(colours) == 3
+    assert "3 speakers" in browser.text("#segments-note")
+    browser.screenshot("speakers")
+
+    Select(browser.find("#file-format")).select_by_value("vtt")
+    browser.find("#download").click()
+    saved = browser.downloads / "meeting.vtt"
+    browser.wait(lambda: saved.exists() and browser.text("#download-note") == "Saved meeting.vtt.")
+    assert saved.read_text() == api(server, path, model=DIARIZE, response_format="vtt").text
+    assert "<v A>" in saved.read_text()
+    only_this_server(browser, server)
+
+
+def test_the_speaker_choice_is_hidden_when_the_server_labels_no_speakers(
+    browser: Browser,
+) -> None:
+    server = LiveServer(StandIn(MODEL, describe=True), diarizer="none")
+    try:
+        browser.open(server.url)
+        ready(browser)
+        browser.wait(
+            lambda: browser.driver.execute_script(
+                "return document.querySelector('#file-speakers').closest('label').hidden"
+            )
+        )
+        assert not browser.find("#file-speakers").is_displayed()
+    finally:
+        server.stop()

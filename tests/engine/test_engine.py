@@ -12,15 +12,19 @@ import os
 import re
 import signal
 import time
+from pathlib import Path
 
 import openai
 import pytest
+from openai.types.audio import TranscriptionDiarized
 from tokenizers import Tokenizer
 
+from qwen3_asr_server.catalog import DIARIZE
 from qwen3_asr_server.languages import resolve
 from qwen3_asr_server.prompt import language_prefix, sanitize_context
 from tests.engine.conftest import MODEL, Engine
 from tests.fixtures.containers import encode
+from tests.fixtures.conversations import conversation
 from tests.fixtures.process import alive, descendants
 from tests.fixtures.speech import speech_wav, spoken
 from tests.fixtures.tiny_model import EXPECTED_RAW, EXPECTED_TEXT
@@ -87,6 +91,19 @@ def test_models_lists_the_served_model_and_its_aliases(engine: Engine) -> None:
     ids = [model.id for model in engine.sdk().models.list()]
     assert ids[0] == MODEL
     assert "whisper-1" in ids
+
+
+def test_the_diarizing_model_labels_each_piece_the_real_engine_transcribes(
+    engine: Engine, tmp_path: Path
+) -> None:
+    talk = conversation(2, 12, tmp_path, seed=1)  # one of the README table's
+    answer = engine.sdk().audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    assert {segment.speaker for segment in answer.segments} == {"A", "B"}
+    assert all(segment.text == EXPECTED_TEXT for segment in answer.segments)
+    assert answer.text == " ".join([EXPECTED_TEXT] * len(answer.segments))
 
 
 def test_transcription_is_the_clean_text(engine: Engine) -> None:

@@ -113,17 +113,19 @@ async def test_models_lists_served_id_and_every_openai_transcription_model(
     listed = [model.id async for model in harness.sdk.models.list()]
     assert listed[0] == MODEL
     assert listed[1] == "gpt-transcribe"
-    assert set(listed[1:]) == openai_transcription_models() - {"gpt-4o-transcribe-diarize"}
+    assert set(listed[1:]) == openai_transcription_models()
+    assert listed[-1] == "gpt-4o-transcribe-diarize"  # the served model with the diarizer
     assert len(listed) == len(set(listed))
     alias = await harness.sdk.models.retrieve("whisper-1")
     assert alias.id == "whisper-1"
     assert alias.owned_by == "qwen3-asr-server"
-    for missing in ("gpt-9", "gpt-4o-transcribe-diarize"):
-        with pytest.raises(openai.NotFoundError) as caught:
-            await harness.sdk.models.retrieve(missing)
-        assert caught.value.code == "model_not_found"
+    with pytest.raises(openai.NotFoundError) as caught:
+        await harness.sdk.models.retrieve("gpt-9")
+    assert caught.value.code == "model_not_found"
 
 
+# the diarizing model hears speech, which this tone is not (tests/integration/transcription/
+# test_diarization.py drives it with voices)
 @pytest.mark.parametrize(
     "model", sorted(openai_transcription_models() - {"gpt-4o-transcribe-diarize"})
 )
@@ -134,16 +136,26 @@ async def test_every_openai_model_id_transcribes(harness: Harness, model: str) -
     assert answer.text
 
 
-async def test_the_diarizing_model_is_a_400_that_says_why(harness: Harness) -> None:
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # the SDK's translations
+async def test_the_diarizing_model_is_a_400_where_no_speakers_are_labelled(
+    harness: Harness,
+) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        await harness.sdk.audio.transcriptions.create(
+        await harness.sdk.audio.translations.create(
             model="gpt-4o-transcribe-diarize", file=("clip.wav", wav(seconds=1.0))
         )
-    error = caught.value.body
-    assert isinstance(error, dict)
-    assert error["param"] == "model"
-    assert "speakers" in error["message"]
-    assert caught.value.code == "unsupported_value"
+    with pytest.raises(openai.BadRequestError) as chat:
+        await harness.sdk.chat.completions.create(
+            model="gpt-4o-transcribe-diarize",
+            messages=[{"role": "user", "content": "hello"}],
+        )
+    for refused in (caught, chat):
+        error = refused.value.body
+        assert isinstance(error, dict)
+        assert error["param"] == "model"
+        assert "does not label speakers" in error["message"]
+        assert "/v1/audio/transcriptions" in error["message"]
+        assert refused.value.code == "unsupported_value"
 
 
 async def test_model_ids_with_slashes_resolve(standin: tuple[StandIn, ThreadedServer]) -> None:
@@ -338,11 +350,10 @@ async def test_the_schema_lists_the_audio_form_as_the_sdk_sends_it(harness: Harn
         assert body["required"] == ["file"]
         return {name.removesuffix("[]"): field for name, field in body["properties"].items()}
 
-    diarization = {"known_speaker_names", "known_speaker_references"}  # a 400: no speakers
     sdk = set(transcription_create_params.TranscriptionCreateParamsBase.__annotations__)
     transcription = form("/v1/audio/transcriptions")
-    assert set(transcription) == sdk - diarization | {"stream"}
-    formats = set(typing.get_args(AudioResponseFormat)) - {"diarized_json"}
+    assert set(transcription) == sdk | {"stream"}
+    formats = set(typing.get_args(AudioResponseFormat))
     assert set(transcription["response_format"]["enum"]) == formats
     assert transcription["file"]["format"] == "binary"
     translation = form("/v1/audio/translations")

@@ -1,6 +1,8 @@
 // The page's client of the server's public API: the key, requests, errors in plain words.
 
 const KEY = "qwen3-asr-server.api-key";
+// OpenAI's diarizing model: the server lists it when it labels speakers
+export const DIARIZE = "gpt-4o-transcribe-diarize";
 
 export class APIError extends Error {
   constructor(status, message, code) {
@@ -66,6 +68,7 @@ export async function call(path, init = {}) {
 function transcriptionForm(file, options, extra = {}) {
   const form = new FormData();
   form.append("file", file);
+  if (options.model) form.append("model", options.model);
   if (options.language) form.append("language", options.language);
   if (options.prompt) form.append("prompt", options.prompt);
   for (const keyword of options.keywords || []) form.append("keywords[]", keyword);

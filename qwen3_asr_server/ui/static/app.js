@@ -1,6 +1,6 @@
 // The playground: the server's state, the API key when one is needed, and the two views.
 
-import { APIError, call, storeKey, storedKey } from "./api.js";
+import { APIError, DIARIZE, call, storeKey, storedKey } from "./api.js";
 import { setUpFiles } from "./files.js";
 import { setUpLive } from "./live.js";
 
@@ -28,7 +28,10 @@ function askForKey(message) {
 
 async function checkKey() {
   try {
-    await call("/v1/models");
+    const models = (await (await call("/v1/models")).json()).data.map((model) => model.id);
+    for (const element of document.querySelectorAll("[data-speakers]")) {
+      element.hidden = !models.includes(DIARIZE);
+    }
     document.getElementById("key-panel").hidden = true;
     return true;
   } catch (caught) {

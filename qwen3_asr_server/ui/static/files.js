@@ -1,9 +1,10 @@
 // The File view: a file streamed to text, then its segments (and words) against its playback.
 
-import { APIError, clock, readEvents, transcribe } from "./api.js";
+import { APIError, DIARIZE, clock, readEvents, transcribe } from "./api.js";
 
 const EXTENSIONS = { srt: "srt", vtt: "vtt", text: "txt", verbose_json: "json", json: "json" };
 const TYPES = { srt: "application/x-subrip", vtt: "text/vtt", text: "text/plain" };
+const COLOURS = 8; // speaker colours in style.css, one per speaker in order of first speech
 
 export function setUpFiles(page) {
   const form = document.getElementById("file-form");
@@ -43,6 +44,7 @@ export function setUpFiles(page) {
     const file = input.files[0];
     if (!file) return;
     const options = readOptions("file");
+    if (document.getElementById("file-speakers").checked) options.model = DIARIZE;
     error.textContent = "";
     submit.disabled = download.disabled = true;
     result.hidden = false;
@@ -89,8 +91,10 @@ export function setUpFiles(page) {
   function show(verbose) {
     const segments = verbose.segments || [];
     const timed = verbose.words || [];
+    const speakers = [...new Set(segments.map((segment) => segment.speaker).filter(Boolean))];
+    const who = speakers.length ? `, ${speakers.length} speaker${speakers.length > 1 ? "s" : ""}` : "";
     note.textContent = segments.length
-      ? `${segments.length} segment${segments.length > 1 ? "s" : ""}${timed.length ? ", words timed by the aligner" : ""}. Choose one to play it.`
+      ? `${segments.length} segment${segments.length > 1 ? "s" : ""}${who}${timed.length ? ", words timed by the aligner" : ""}. Choose one to play it.`
       : "No speech was heard.";
     for (const segment of segments) {
       const item = document.createElement("li");
@@ -119,7 +123,15 @@ export function setUpFiles(page) {
       }
       item.dataset.start = segment.start;
       item.dataset.end = segment.end;
-      item.append(seek, " ", text);
+      item.append(seek, " ");
+      if (segment.speaker) {
+        const label = document.createElement("span");
+        label.className = "speaker";
+        label.textContent = segment.speaker;
+        label.dataset.colour = String(speakers.indexOf(segment.speaker) % COLOURS);
+        item.append(label, " ");
+      }
+      item.append(text);
       list.append(item);
     }
   }

@@ -37,14 +37,12 @@ async def test_the_model_is_checked_against_the_catalogue() -> None:
         async with session(url) as ws:
             good = await update(ws, {"model": "gpt-live-transcribe", "language": "en"})
             assert good["type"] == "session.updated"
-            for model, code in (("gpt-9", "model_not_found"), ("gpt-4o-transcribe-diarize", None)):
-                refused = await update(ws, {"model": model, "language": "fr"})
-                assert refused["type"] == "error"
-                error = refused["error"]
-                assert error["param"] == "session.audio.input.transcription.model"
-                assert model in error["message"]
-                if code:
-                    assert error["code"] == code
+            refused = await update(ws, {"model": "gpt-9", "language": "fr"})
+            assert refused["type"] == "error"
+            error = refused["error"]
+            assert error["param"] == "session.audio.input.transcription.model"
+            assert "gpt-9" in error["message"]
+            assert error["code"] == "model_not_found"
             # the session kept its previous configuration: the model, and English
             again = await update(ws, {"prompt": "Qwen"})
             transcription = again["session"]["audio"]["input"]["transcription"]

@@ -308,7 +308,7 @@ async def test_bad_chunking_strategy_is_a_400_naming_the_field(
 # --- diarization --------------------------------------------------------------------------
 
 
-async def test_diarization_fields_are_a_400_that_says_why(harness: Harness) -> None:
+async def test_diarization_fields_need_the_diarizing_model(harness: Harness) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         await harness.sdk.audio.transcriptions.create(
             model="gpt-transcribe",
@@ -317,4 +317,4 @@ async def test_diarization_fields_are_a_400_that_says_why(harness: Harness) -> N
         )
     error = bad_request(caught)
     assert error["param"] == "known_speaker_names"
-    assert "speakers apart" in error["message"]
+    assert "gpt-4o-transcribe-diarize" in error["message"]

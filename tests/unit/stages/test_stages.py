@@ -21,6 +21,7 @@ from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.stages import registry, stage
+from qwen3_asr_server.stages.speakers import SpeakerAttribution
 from qwen3_asr_server.stages.words import WordAlignment
 from qwen3_asr_server.transcription.service import TranscriptionService
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
@@ -145,8 +146,8 @@ async def test_the_stages_a_request_needs_run_in_their_order() -> None:
 
 def test_the_registry_and_what_a_stage_asks_of_the_plan() -> None:
     settings = Settings(model="m", segment_seconds=200.0, segment_concurrency=3)
-    stages = registry.every(settings, None)
-    assert [type(each) for each in stages] == [WordAlignment]
+    stages = registry.every(settings, None, lambda: None, None)
+    assert [type(each) for each in stages] == [WordAlignment, SpeakerAttribution]
     assert stages[0].concurrency == 3
     service = TranscriptionService(settings, None, stages, lambda: None, None)
     language = resolve("fr")

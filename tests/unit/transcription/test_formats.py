@@ -3,15 +3,17 @@ OpenAI's API shapes it (checked against the openai package's own types)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import typing
 from typing import Any
 
-import pytest
-from openai.types.audio import Transcription, TranscriptionVerbose
+from openai.types import AudioResponseFormat
+from openai.types.audio import Transcription, TranscriptionDiarized, TranscriptionVerbose
 from starlette.datastructures import FormData, UploadFile
 
 from qwen3_asr_server.alignment import Word
-from qwen3_asr_server.catalog import Catalog
+from qwen3_asr_server.catalog import DIARIZE, Catalog
 from qwen3_asr_server.languages import resolve
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
@@ -21,7 +23,7 @@ from qwen3_asr_server.transcription.formats import FORMATS, JSON, Words
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 from qwen3_asr_server.transcription.usage import Tokens
 
-POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0), 400, 1000)
+POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0, True), 400, 1000)
 ENGLISH = resolve("en")
 WORDS = [Word("Hello", 0.1, 0.5, 0, 5), Word("world", 0.6, 1.0, 6, 11)]
 TRANSCRIPT = Transcript(
@@ -46,9 +48,18 @@ def rendered(name: str, *items: tuple[str, Any], **kind: Any) -> Any:
     return asked.response_format.render(TRANSCRIPT, asked)
 
 
+def diarized(name: str, *items: tuple[str, Any]) -> Any:
+    """`name` of TRANSCRIPT as the diarizer labels it: speaker "A" says it all."""
+    asked = request(("response_format", name), ("model", DIARIZE), *items)
+    words = [dataclasses.replace(word, speaker="A") for word in WORDS]
+    segments = [dataclasses.replace(TRANSCRIPT.segments[0], speaker="A", words=words)]
+    labelled = dataclasses.replace(TRANSCRIPT, segments=segments, words=words)
+    return asked.response_format.render(labelled, asked)
+
+
 def test_every_format_renders_what_its_content_type_says() -> None:
     for name, entry in FORMATS.items():
-        body = rendered(name)
+        body = diarized(name) if entry.speakers else rendered(name)
         assert isinstance(body, dict) == (entry.content_type == JSON), name
         if isinstance(body, str):
             assert body.endswith("\n")
@@ -88,18 +99,45 @@ def test_a_translation_says_it_is_a_transcript() -> None:
     assert "_note" not in rendered("json")
 
 
+def test_diarized_json_is_openais_with_speakers() -> None:
+    parsed = TranscriptionDiarized.model_validate(diarized("diarized_json"))
+    assert parsed.segments[0].model_dump() == {
+        "id": "seg_0",
+        "start": 0.1,
+        "end": 1.0,
+        "speaker": "A",
+        "text": "Hello world.",
+        "type": "transcript.text.segment",
+    }
+    assert (parsed.task, parsed.duration, parsed.text) == ("transcribe", 1.5, "Hello world.")
+    verbose = diarized("verbose_json", ("timestamp_granularities[]", "word"))
+    assert [word["speaker"] for word in verbose["words"]] == ["A", "A"]
+    segments = diarized("verbose_json")["segments"]
+    assert TranscriptionVerbose.model_validate(diarized("verbose_json")).segments
+    assert segments[0]["speaker"] == "A"
+    assert diarized("srt") == "1\n00:00:00,100 --> 00:00:01,000\n[A] Hello world.\n\n"
+    assert "\n<v A>Hello world.</v>\n" in diarized("vtt")
+
+
+def test_a_vtt_voice_is_escaped() -> None:
+    asked = request(("response_format", "vtt"), ("model", DIARIZE))
+    segments = [dataclasses.replace(TRANSCRIPT.segments[0], speaker="<b>&", words=None)]
+    body = asked.response_format.render(dataclasses.replace(TRANSCRIPT, segments=segments), asked)
+    assert "<v &lt;b&gt;&amp;>Hello world.</v>" in body
+
+
 def test_what_each_entry_declares() -> None:
-    assert [name for name, each in FORMATS.items() if each.streams] == ["json"]
+    assert [name for name, each in FORMATS.items() if each.streams] == ["json", "diarized_json"]
     assert [name for name, each in FORMATS.items() if each.logprobs] == ["json"]
     assert [name for name, each in FORMATS.items() if each.words is Words.ASKED] == ["verbose_json"]
+    assert [name for name, each in FORMATS.items() if each.speakers] == ["diarized_json"]
     timed = {name for name, each in FORMATS.items() if each.segments}
-    assert timed == {"verbose_json", "srt", "vtt"}
+    assert timed == {"verbose_json", "diarized_json", "srt", "vtt"}
     cut = {name for name, each in FORMATS.items() if each.unaligned_chunking is not None}
     assert cut == {name for name, each in FORMATS.items() if each.words is Words.PREFERRED}
-    assert formats.named(streams=True) == "json"
+    assert formats.named(streams=True) == "json, diarized_json"
     assert formats.named(words=Words.PREFERRED) == "srt, vtt"
 
 
-@pytest.mark.parametrize("name", sorted(formats.UNSUPPORTED))
-def test_openais_formats_this_server_cannot_give_are_not_entries(name: str) -> None:
-    assert name not in FORMATS
+def test_every_format_openai_names_is_an_entry() -> None:
+    assert set(typing.get_args(AudioResponseFormat)) == set(FORMATS)

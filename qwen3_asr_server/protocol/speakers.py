@@ -1,0 +1,75 @@
+"""`known_speaker_names[]` and `known_speaker_references[]`: the speakers a client can name,
+each with a clip of their voice as a data URL (`data:audio/wav;base64,...`), in any format the
+server decodes. Checked, and the clips decoded, before any work is done: a 400 names the
+field that is wrong."""
+
+from __future__ import annotations
+
+import binascii
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pybase64
+
+from .. import audio
+from ..audio import Audio
+from ..errors import APIError, invalid
+
+MAX_KNOWN = 4  # OpenAI's limit
+SHORTEST, LONGEST = 2.0, 10.0  # seconds a reference may last
+NAMES, REFERENCES = "known_speaker_names", "known_speaker_references"
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    voice: Audio
+
+
+def references(names: Sequence[str], urls: Sequence[str]) -> tuple[Reference, ...]:
+    """The known speakers, in the order given."""
+    if len(names) > MAX_KNOWN:
+        raise invalid(f"At most {MAX_KNOWN} known speakers, not {len(names)}.", NAMES)
+    if len(names) != len(urls):
+        raise invalid(
+            f"Each of the {len(names)} known_speaker_names[] needs one reference in "
+            f"known_speaker_references[], in the same order; {len(urls)} were sent.",
+            REFERENCES,
+        )
+    if any(not name for name in names) or len(set(names)) != len(names):
+        raise invalid("known_speaker_names[] must be different and not empty.", NAMES)
+    return tuple(
+        Reference(name, _clip(url, index))
+        for index, (name, url) in enumerate(zip(names, urls, strict=True))
+    )
+
+
+def _clip(url: str, index: int) -> Audio:
+    where = f"known_speaker_references[{index}]"
+    scheme, comma, payload = url.partition(",")
+    if not (scheme.startswith("data:") and scheme.endswith(";base64") and comma):
+        raise invalid(
+            f"{where} must be a data URL of audio, like data:audio/wav;base64,<the file>.",
+            REFERENCES,
+        )
+    try:
+        data = pybase64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise invalid(f"{where} is not valid base64.", REFERENCES) from None
+    try:
+        clip = audio.decode(io.BytesIO(data), LONGEST)
+    except APIError as exc:
+        reason = f"lasts over {LONGEST:g} s" if exc.code == "audio_too_long" else exc.message
+        raise invalid(
+            f"{where} {reason}: a reference is {SHORTEST:g} to {LONGEST:g} s "
+            "of the speaker's voice, as a file the server decodes.",
+            REFERENCES,
+        ) from None
+    if not SHORTEST <= clip.duration <= LONGEST:
+        raise invalid(
+            f"{where} lasts {clip.duration:.1f} s: a reference is {SHORTEST:g} to "
+            f"{LONGEST:g} s of the speaker's voice.",
+            REFERENCES,
+        )
+    return clip

@@ -1,0 +1,357 @@
+"""Who said what (`gpt-4o-transcribe-diarize`), through the HTTP API as the openai SDK and a
+raw client use it: real voices (flite's CMU ARCTIC speakers) with the truth of who spoke when,
+the real diarizer, the stand-in for vLLM (which names each piece's length)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import orjson
+import pytest
+from openai.types.audio import TranscriptionDiarized, TranscriptionTextSegmentEvent
+from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
+from websockets.asyncio.client import connect
+
+from qwen3_asr_server.catalog import DIARIZE
+from qwen3_asr_server.settings import Settings
+from tests.fixtures.containers import encode
+from tests.fixtures.conversations import RATE, Conversation, conversation, spoken
+from tests.fixtures.harness import MODEL, Harness, LiveServer, app_before, ready, start_harness
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+from tests.fixtures.standin_aligner import StandInAligner
+
+
+@pytest.fixture(scope="module")
+def voices(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("voices")
+
+
+@pytest.fixture(scope="module")
+def talk(voices: Path) -> Conversation:
+    """Three speakers, 12 turns, ~45 s: longer than the model's window."""
+    return conversation(3, 12, voices, seed=3)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[StandIn, ThreadedServer]]:
+    fake = StandIn(MODEL, "modern", describe=True)
+    running = ThreadedServer(fake.app).start()
+    yield fake, running
+    running.stop()
+
+
+@pytest.fixture
+async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
+    fake, running = server
+    async for h in start_harness(Settings(model=MODEL, backend_url=running.url), fake):
+        yield h
+
+
+def truth_of(talk: Conversation, start: float, end: float) -> str:
+    """The voice that speaks most of start..end."""
+    overlap: dict[str, float] = {}
+    for turn in talk.truth:
+        shared = min(end, turn.end) - max(start, turn.start)
+        if shared > 0:
+            overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + shared
+    return max(overlap, key=overlap.__getitem__)
+
+
+def check_speakers(talk: Conversation, segments: list[Any], named: dict[str, str]) -> None:
+    """Each segment's speaker is its voice's label, one label per voice; unnamed voices are
+    A, B, ... in order of first speech. A word or two alone (under a 1.5 s window) is a
+    close call between two similar voices (awb and rms, both men), left out."""
+    labels: dict[str, str] = {}
+    for segment in (each for each in segments if each.end - each.start >= 1.5):
+        voice = truth_of(talk, segment.start, segment.end)
+        assert labels.setdefault(voice, segment.speaker) == segment.speaker, segment
+    assert len(set(labels.values())) == len(labels) == len({t.speaker for t in talk.truth})
+    for voice, name in named.items():
+        assert labels[voice] == name
+    lettered = [labels[voice] for voice in dict.fromkeys(t.speaker for t in talk.truth)]
+    lettered = [label for label in lettered if label not in named.values()]
+    assert lettered == [chr(ord("A") + index) for index in range(len(lettered))]
+
+
+def data_url(samples: Any, container: str) -> str:
+    data = encode(samples.astype("float32") / 32768, RATE, container)
+    return f"data:audio/{container};base64,{base64.b64encode(data).decode()}"
+
+
+async def test_diarized_json_through_the_sdk(harness: Harness, talk: Conversation) -> None:
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    assert answer.task == "transcribe"
+    assert answer.duration == pytest.approx(len(talk.samples) / RATE, abs=0.01)
+    assert len(answer.segments) >= len(talk.truth) - 2  # turns apart, but for overlaps
+    check_speakers(talk, answer.segments, {})
+    assert [segment.id for segment in answer.segments] == [
+        f"seg_{index}" for index in range(len(answer.segments))
+    ]
+    assert answer.text == " ".join(segment.text for segment in answer.segments)
+    assert all(segment.end - segment.start <= 30 for segment in answer.segments)
+    assert answer.usage is not None
+    assert answer.usage.type == "tokens"
+
+
+async def test_known_speakers_are_named(harness: Harness, talk: Conversation, voices: Path) -> None:
+    """References of two of the voices, saying other things, in other formats."""
+    agent = spoken("awb", "Thank you for calling, how can I help you today?", voices)
+    caller = spoken("slt", "Hi, I have a question about my last invoice, please.", voices)
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE,
+        file=("talk.wav", talk.wav()),
+        response_format="diarized_json",
+        extra_body={
+            "known_speaker_names": ["agent", "caller"],
+            "known_speaker_references": [data_url(agent, "mp3"), data_url(caller, "ogg")],
+        },
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    check_speakers(talk, answer.segments, {"awb": "agent", "slt": "caller"})
+
+
+async def test_a_stream_sends_segments_with_their_speakers(
+    harness: Harness, talk: Conversation
+) -> None:
+    whole = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+    )
+    events = []
+    async with harness.http.stream(
+        "POST",
+        "/v1/audio/transcriptions",
+        files={"file": ("talk.wav", talk.wav())},
+        data={"model": DIARIZE, "response_format": "diarized_json", "stream": "true"},
+    ) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(orjson.loads(line[6:]))
+    segments = [
+        TranscriptionTextSegmentEvent.model_validate(event)
+        for event in events
+        if event["type"] == "transcript.text.segment"
+    ]
+    assert [s.model_dump() for s in segments] == [
+        {**s.model_dump(), "type": "transcript.text.segment"} for s in whole.segments
+    ]
+    said: dict[str, str] = {}
+    for event in events:
+        if event["type"] == "transcript.text.delta":
+            said[event["segment_id"]] = said.get(event["segment_id"], "") + event["delta"]
+    assert {key: text.strip() for key, text in said.items()} == {s.id: s.text for s in segments}
+    assert events[-1]["type"] == "transcript.text.done"
+    assert events[-1]["text"] == whole.text
+    assert events[-1]["usage"]["type"] == "tokens"
+
+
+async def test_subtitles_and_verbose_json_say_who_speaks(
+    harness: Harness, talk: Conversation
+) -> None:
+    verbose = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="verbose_json"
+    )
+    assert verbose.segments
+    check_speakers(talk, verbose.segments, {})  # type: ignore[arg-type]
+    for container, marker in (("vtt", "<v {}>"), ("srt", "[{}] ")):
+        response = await harness.http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("talk.wav", talk.wav())},
+            data={"model": DIARIZE, "response_format": container},
+        )
+        assert response.status_code == 200
+        first = verbose.segments[0]
+        assert marker.format(getattr(first, "speaker")) + first.text in response.text  # noqa: B009
+        assert response.text.count(marker.format("B")) >= 1
+
+
+async def test_the_diarizing_model_is_listed(harness: Harness) -> None:
+    listed = [model.id async for model in harness.sdk.models.list()]
+    assert DIARIZE in listed
+    card = await harness.sdk.models.retrieve(DIARIZE)
+    assert card.id == DIARIZE
+
+
+SHORT = "data:audio/wav;base64," + base64.b64encode(b"RIFF").decode()
+
+
+@pytest.mark.parametrize(
+    ("data", "param"),
+    [
+        ({"response_format": "diarized_json"}, "response_format"),
+        ({"known_speaker_names[]": "agent"}, "known_speaker_names"),
+        ({"model": DIARIZE, "known_speaker_names[]": "agent"}, "known_speaker_references"),
+        (
+            {"model": DIARIZE, "known_speaker_names[]": ["a", "b", "c", "d", "e"]},
+            "known_speaker_names",
+        ),
+        (
+            {"model": DIARIZE, "known_speaker_names[]": "a", "known_speaker_references[]": "x"},
+            "known_speaker_references",
+        ),
+        (
+            {"model": DIARIZE, "known_speaker_names[]": "a", "known_speaker_references[]": SHORT},
+            "known_speaker_references",
+        ),
+    ],
+)
+async def test_bad_diarization_fields_are_a_400_naming_them(
+    harness: Harness, talk: Conversation, data: dict[str, Any], param: str
+) -> None:
+    response = await harness.http.post(
+        "/v1/audio/transcriptions", files={"file": ("talk.wav", talk.wav())}, data=data
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
+
+
+@pytest.mark.parametrize(("seconds", "reason"), [(1.0, "lasts 1.0 s"), (12.0, "lasts over 10 s")])
+async def test_a_reference_of_the_wrong_length_is_a_400(
+    harness: Harness, talk: Conversation, seconds: float, reason: str
+) -> None:
+    clip = talk.samples[: round(seconds * RATE)]
+    response = await harness.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("talk.wav", talk.wav())},
+        data={
+            "model": DIARIZE,
+            "known_speaker_names[]": "agent",
+            "known_speaker_references[]": data_url(clip, "wav"),
+        },
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["param"] == "known_speaker_references"
+    assert reason in error["message"]
+
+
+async def test_without_a_diarizer_the_model_is_refused(
+    server: tuple[StandIn, ThreadedServer], talk: Conversation
+) -> None:
+    fake, running = server
+    settings = Settings(model=MODEL, backend_url=running.url, diarizer="none")
+    async for harness in start_harness(settings, fake):
+        with pytest.raises(openai.BadRequestError) as caught:
+            await harness.sdk.audio.transcriptions.create(
+                model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+            )
+        assert "--diarizer none" in str(caught.value)
+        assert DIARIZE not in [model.id async for model in harness.sdk.models.list()]
+
+
+async def test_prompt_and_keywords_reach_every_piece(harness: Harness, talk: Conversation) -> None:
+    assert harness.standin is not None
+    harness.standin.requests.clear()
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE,
+        file=("talk.wav", talk.wav()),
+        response_format="diarized_json",
+        prompt="A release meeting.",
+        extra_body={"keywords": ["Thursday"]},
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    systems = [request["messages"][0] for request in harness.standin.requests]
+    assert len(systems) == len(answer.segments)
+    assert all(turn["role"] == "system" for turn in systems)
+    assert all("A release meeting." in turn["content"] for turn in systems)
+    assert all("Thursday" in turn["content"] for turn in systems)
+
+
+async def test_aligned_words_carry_their_speaker(talk: Conversation) -> None:
+    aligner = StandInAligner("qwen3-forced-aligner")
+    running = ThreadedServer(aligner.app).start()
+    try:
+        async with app_before(StandIn(MODEL, describe=True), aligner_url=running.url) as harness:
+            await ready(harness.app.state.asr.aligner.supervisor)
+            response = await harness.http.post(
+                "/v1/audio/transcriptions",
+                files={"file": ("talk.wav", talk.wav())},
+                data={
+                    "model": DIARIZE,
+                    "response_format": "verbose_json",
+                    "timestamp_granularities[]": ["word", "segment"],
+                },
+            )
+    finally:
+        running.stop()
+    assert response.status_code == 200
+    body = response.json()
+    # each segment is "Heard N s.": three words, in the segments' order
+    speakers = [segment["speaker"] for segment in body["segments"] for _ in range(3)]
+    assert [word["speaker"] for word in body["words"]] == speakers
+    assert len(set(speakers)) == 3
+
+
+async def test_a_realtime_session_labels_speakers_across_utterances(talk: Conversation) -> None:
+    server = LiveServer(StandIn(MODEL, describe=True))
+    url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+    audio = {
+        "format": {"type": "audio/pcm", "rate": RATE},
+        "transcription": {"model": DIARIZE},
+    }
+    update = {
+        "type": "session.update",
+        "session": {"type": "transcription", "audio": {"input": audio}},
+    }
+    events: list[dict[str, Any]] = []
+    last_end = round(talk.truth[-1].end * 1000)
+    try:
+        async with connect(url) as ws:
+            await ws.recv()  # session.created
+            await ws.send(orjson.dumps(update).decode())
+            pcm = talk.samples.tobytes() + bytes(2 * RATE)  # and a second of silence after
+            for start in range(0, len(pcm), 3200):
+                chunk = base64.b64encode(pcm[start : start + 3200]).decode()
+                await ws.send(
+                    orjson.dumps({"type": "input_audio_buffer.append", "audio": chunk}).decode()
+                )
+
+            def through() -> bool:
+                stopped = [e for e in events if e["type"] == "input_audio_buffer.speech_stopped"]
+                done = [e for e in events if e["type"].endswith("transcription.completed")]
+                return (
+                    bool(stopped)
+                    and stopped[-1]["audio_end_ms"] >= last_end
+                    and len(done) == len(stopped)
+                )
+
+            async with asyncio.timeout(60):
+                while not through():
+                    events.append(orjson.loads(await ws.recv()))
+    finally:
+        server.stop()
+    started = {
+        e["item_id"]: e["audio_start_ms"] / 1000
+        for e in events
+        if e["type"] == "input_audio_buffer.speech_started"
+    }
+    segments = [
+        ConversationItemInputAudioTranscriptionSegment.model_validate(e)
+        for e in events
+        if e["type"] == "conversation.item.input_audio_transcription.segment"
+    ]
+    assert len(started) >= 4
+    assert {segment.item_id for segment in segments} == set(started)
+    absolute = [
+        segment.model_copy(
+            update={
+                "start": started[segment.item_id] + segment.start,
+                "end": started[segment.item_id] + segment.end,
+            }
+        )
+        for segment in segments
+    ]
+    check_speakers(talk, absolute, {})
+    for item in started:
+        [done] = [e for e in events if e["type"].endswith("completed") and e["item_id"] == item]
+        mine = [segment.text for segment in segments if segment.item_id == item]
+        assert done["transcript"] == " ".join(mine)
