@@ -149,15 +149,14 @@ class TranscriptStream:
     async def events(self) -> AsyncIterator[str]:
         """OpenAI's server-sent events: the deltas, then done (or an error event)."""
         logprobs: list[dict[str, Any]] = []
-        started = False  # the piece streamed has said something: it is the last segment
+        sent = 0  # segment events sent
         try:
             async for text, entries in self.pieces():
                 if text is None:
-                    if self.labelled and started:
-                        yield sse(diarized_segment(len(self.segments) - 1, self.segments[-1]))
-                    started = False
+                    for number in range(sent, len(self.segments) if self.labelled else 0):
+                        yield sse(diarized_segment(number, self.segments[number]))
+                    sent = len(self.segments)
                     continue
-                started = started or bool(text)
                 logprobs += entries
                 yield sse(self._delta(text, entries, len(self.segments)))
         except APIError as exc:
