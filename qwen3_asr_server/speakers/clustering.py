@@ -21,7 +21,7 @@ import scipy.linalg
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.cluster.vq import kmeans2
 
-from .embedding import Embeddings
+from .embedding import Embeddings, unit
 
 MAX_SPEAKERS = 10  # the eigengap looks this far
 PRUNE = 0.012  # fraction of each row of the affinity kept (3D-Speaker's p-value)
@@ -66,8 +66,7 @@ def centroids(embeddings: Embeddings, labels: Labels) -> Embeddings:
     found = np.stack(
         [embeddings[labels == label].mean(axis=0) for label in range(labels.max() + 1)]
     )
-    unit: Embeddings = found / np.maximum(np.linalg.norm(found, axis=1, keepdims=True), 1e-12)
-    return unit
+    return unit(found)
 
 
 def _spectral(embeddings: Embeddings) -> Labels:

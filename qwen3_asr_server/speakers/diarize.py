@@ -29,7 +29,7 @@ from ..segmentation import Span
 from ..silero import WINDOW as VAD_WINDOW
 from ..silero import Probabilities
 from . import clustering, features
-from .embedding import BATCH, Embeddings, SpeakerModel
+from .embedding import BATCH, Embeddings, SpeakerModel, unit
 
 WINDOW = round(1.5 * RATE)  # samples a window embeds
 HOP = round(0.75 * RATE)  # samples between windows
@@ -162,12 +162,8 @@ class Voices:
         """The label of the voice of these windows (one speaker's), a new one if unheard;
         not `sure`: they are shorter than a window, and any voice alike enough will do."""
         total = embeddings.sum(axis=0)
-        mean = total / max(float(np.linalg.norm(total)), 1e-12)
         if self._sums:
-            means = np.stack(
-                [each / max(float(np.linalg.norm(each)), 1e-12) for each in self._sums]
-            )
-            similarity = means @ mean
+            similarity = unit(np.stack(self._sums)) @ unit(total)
             best = int(np.argmax(similarity))
             if similarity[best] >= (clustering.MERGE_COSINE if sure else UNSURE_COSINE):
                 self._sums[best] = self._sums[best] + total
@@ -225,7 +221,4 @@ class Diarizer:
         """The embedding of a known speaker's reference clip: the mean of its windows'."""
         speech = segmentation.speech(probabilities, len(samples)) or [Span(0, len(samples))]
         spans = windows(speech) or [Span(0, len(samples))]
-        embeddings = embed(samples, spans, self._model())
-        mean = embeddings.mean(axis=0)
-        result: npt.NDArray[np.float32] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        return result
+        return unit(embed(samples, spans, self._model()).mean(axis=0))

@@ -19,6 +19,13 @@ BATCH = 16  # windows per inference: ~15% less CPU per window than one at a time
 Embeddings = npt.NDArray[np.float32]
 
 
+def unit(vectors: Embeddings) -> Embeddings:
+    """`vectors` (one, or rows of them) scaled to length 1, so that a dot product is a cosine."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    result: Embeddings = vectors / np.maximum(norms, 1e-12)
+    return result
+
+
 class SpeakerModel:
     dimension = DIMENSION
 
@@ -39,6 +46,4 @@ class SpeakerModel:
                 batch -= batch.mean(axis=1, keepdims=True)
                 (output,) = self._session.run(None, {"features": batch})
                 found[chosen] = output
-        norms = np.linalg.norm(found, axis=1, keepdims=True)
-        result: Embeddings = found / np.maximum(norms, 1e-12)
-        return result
+        return unit(found)
