@@ -1,14 +1,13 @@
-"""One access-log line per request, and transcripts in the log only when asked for.
+"""One access-log line per request.
 
 The line names the route template (never the raw path, which may hold ids), so it stays
 greppable and bounded; the request id ties it to the `x-request-id` the client got and to
-the upstream request. Audio and transcript text are never logged by default: they are the
-users' data. `--log-transcripts` lets an operator who wants them have them.
+the upstream request. Audio and transcript text are never logged here: they are the users' data
+(`--log-transcripts` has the transcription service log them).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -16,7 +15,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .metrics import call_observed
 
 logger = logging.getLogger("qwen3_asr_server.access")
-transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 
 AUDIO_SECONDS = "audio_seconds"  # key a route sets on request.state: decoded audio length
 
@@ -55,10 +53,3 @@ def _log(scope: Scope, status: int, seconds: float) -> None:
         line += " audio_s=%.2f"
         args.append(audio)
     logger.info(line, *args)
-
-
-def log_transcript(request_id: str, text: str) -> None:
-    """Only called with `--log-transcripts`: the text, quoted, so that it stays on one line."""
-    transcript_logger.info(
-        "request_id=%s transcript=%s", request_id, json.dumps(text, ensure_ascii=False)
-    )

@@ -19,12 +19,15 @@ instead: ignoring them would drop the client's language and VAD settings without
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
+import pybase64
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
+from ..audio import RATE
 from ..catalog import DIARIZE
 from ..errors import APIError, EventError
 from ..languages import Language
@@ -45,7 +48,7 @@ from .fields import (
 )
 
 DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
-SAMPLE_RATES = (16_000, 24_000)
+SAMPLE_RATES = (RATE, DEFAULT_SAMPLE_RATE)
 LOGPROBS = "item.input_audio_transcription.logprobs"
 # semantic_vad is served by plain VAD: a quarter of the longest wait OpenAI documents for
 # each eagerness (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
@@ -253,6 +256,19 @@ def apply_update(config: SessionConfig, event: dict[str, Any]) -> SessionConfig:
         path = f"{updated.transcription_path}.language"
         raise EventError(*fields.said(exc, path), path) from None
     return updated
+
+
+def appended_audio(event: dict[str, Any]) -> bytes:
+    """The PCM of an `input_audio_buffer.append`: its `audio`, base64-decoded."""
+    data = event.get("audio")
+    if not isinstance(data, str):
+        raise EventError(
+            "Missing required parameter: 'audio'.", "missing_required_parameter", "audio"
+        )
+    try:
+        return pybase64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise EventError("'audio' is not valid base64.", "invalid_value", "audio") from None
 
 
 def check(config: SessionConfig, policy: Policy) -> None:

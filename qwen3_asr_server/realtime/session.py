@@ -9,10 +9,7 @@ into vLLM's own realtime endpoint while they are spoken (`live`, with `--vllm-re
 from __future__ import annotations
 
 import asyncio
-import binascii
 from typing import Any
-
-import pybase64
 
 from ..errors import EventError
 from ..protocol import realtime
@@ -81,7 +78,7 @@ class Session:
         if kind in ("session.update", "transcription_session.update"):
             await self._update(realtime.apply_update(self.config, event))
         elif kind == "input_audio_buffer.append":
-            await self._turns.append(_audio(event.get("audio")))
+            await self._turns.append(realtime.appended_audio(event))
         elif kind == "input_audio_buffer.commit":
             await self._turns.commit()
         elif kind == "input_audio_buffer.clear":
@@ -104,15 +101,3 @@ class Session:
 
     def _speech_started(self, item_id: str, start: int) -> Live | None:
         return self._relays.begin(self.config, item_id, start)
-
-
-def _audio(data: Any) -> bytes:
-    """The PCM of an `input_audio_buffer.append`."""
-    if not isinstance(data, str):
-        raise EventError(
-            "Missing required parameter: 'audio'.", "missing_required_parameter", "audio"
-        )
-    try:
-        return pybase64.b64decode(data, validate=True)
-    except binascii.Error:
-        raise EventError("'audio' is not valid base64.", "invalid_value", "audio") from None

@@ -12,6 +12,8 @@ utterance's stream (`utterance`).
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -21,7 +23,6 @@ from ..audio import Audio
 from ..backend.upstream import Upstream
 from ..languages import Language
 from ..metrics import Metrics
-from ..middleware.access_log import log_transcript
 from ..protocol.form import AudioRequest
 from ..segmentation import Chunking, Span
 from ..settings import Settings
@@ -37,6 +38,8 @@ from .usage import Tokens
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of it
 # costs less than the hop to a decoding thread and back.
 INLINE_WAV_BYTES = 1 << 20
+# --log-transcripts: each upload's text, quoted so that it stays on one line
+transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,8 @@ class TranscriptionService:
         text in the log with --log-transcripts."""
         self.metrics.transcribed(seconds, tokens)
         if self.settings.log_transcripts and text is not None:
-            log_transcript(request_id, text)
+            quoted = json.dumps(text, ensure_ascii=False)
+            transcript_logger.info("request_id=%s transcript=%s", request_id, quoted)
 
     def _options(self, request: AudioRequest, needed: Sequence[Stage]) -> Options:
         kind = request.response_format

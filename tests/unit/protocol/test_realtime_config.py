@@ -21,6 +21,7 @@ from qwen3_asr_server.protocol.realtime import (
     SEMANTIC_SILENCE_MS,
     ServerVad,
     SessionConfig,
+    appended_audio,
     apply_update,
     check,
     handshake,
@@ -357,3 +358,13 @@ def test_the_handshake_offers_transcription_sessions_only() -> None:
         with pytest.raises(APIError) as caught:
             handshake(query, POLICY)
         assert (caught.value.status, caught.value.code) == (status, code)
+
+
+def test_an_append_carries_base64_audio() -> None:
+    assert appended_audio({"type": "input_audio_buffer.append", "audio": "AAABAA=="}) == (
+        b"\x00\x00\x01\x00"
+    )
+    for audio, code in ((None, "missing_required_parameter"), ("not base64!", "invalid_value")):
+        with pytest.raises(EventError) as refused:
+            appended_audio({"type": "input_audio_buffer.append", "audio": audio})
+        assert (refused.value.code, refused.value.param) == (code, "audio")
