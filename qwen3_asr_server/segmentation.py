@@ -20,6 +20,7 @@ the window and cut at the best pause (the default).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,7 +91,7 @@ class Span:
         return self.start / rate, self.end / rate
 
 
-def _speech_runs(probabilities: Probabilities, chunking: Chunking) -> tuple[Frames, Frames]:
+def speech_runs(probabilities: Probabilities, chunking: Chunking) -> tuple[Frames, Frames]:
     """Start and end windows of speech, as the Realtime VAD hears it: from a window at
     `threshold` on while the probability stays above `threshold - NEGATIVE_MARGIN`, pauses
     shorter than `min_pause` bridged, lone bursts shorter than MIN_SPEECH_SECONDS dropped."""
@@ -119,7 +120,7 @@ def speech(
 ) -> list[Span]:
     """Where a recording of `length` samples holds speech, without padding, as `split` hears
     it: pauses shorter than the chunking's `min_pause` bridged, clicks dropped."""
-    starts, ends = _speech_runs(probabilities, chunking or Chunking())
+    starts, ends = speech_runs(probabilities, chunking or Chunking())
     return [
         Span(int(start) * WINDOW, min(length, int(end) * WINDOW))
         for start, end in zip(starts, ends, strict=True)
@@ -131,10 +132,15 @@ def _last_max(values: Frames) -> int:
     return len(values) - 1 - int(np.argmax(values[::-1]))
 
 
+# Where continuous speech from window `low` to `high` (inclusive) is cut: where it is least sure
+Quietest = Callable[[int, int], int]
+
+
 def _group(
-    starts: Frames, ends: Frames, probabilities: Probabilities, budget: int, long_pause: int
+    starts: Frames, ends: Frames, quietest: Quietest, budget: int, long_pause: int
 ) -> list[tuple[int, int]]:
-    """Greedy spans of speech windows, each at most `budget` windows, ended at good pauses."""
+    """Greedy spans of speech windows, each at most `budget` windows, ended at good pauses:
+    a long pause first, else the longest one in the window's later half."""
     gaps = starts[1:] - ends[:-1]  # gaps[m]: the pause after run m
     long_gaps = np.flatnonzero(gaps >= long_pause)
     spans: list[tuple[int, int]] = []
@@ -153,13 +159,63 @@ def _group(
             pool = late + run if len(late) else np.arange(run, fits)
             cut = int(pool[_last_max(gaps[pool])])
         else:  # continuous speech for the whole window: cut where speech is least sure
-            low = begin + max(1, budget // 2)
-            quietest = low + int(np.argmin(probabilities[low : limit + 1]))
-            spans.append((begin, quietest))
-            begin = quietest
+            cut = quietest(begin + max(1, budget // 2), limit)
+            spans.append((begin, cut))
+            begin = cut
             continue
         spans.append((begin, int(ends[cut])))
         run, begin = cut + 1, int(starts[cut + 1])
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A piece's bounds in samples (`length`, the padding `before` and `after` its speech) and
+    the speech windows it may hold (`budget`)."""
+
+    length: int
+    before: int
+    after: int
+    budget: int
+
+    @classmethod
+    def of(cls, max_seconds: float, chunking: Chunking) -> Limits:
+        if not (math.isfinite(max_seconds) and max_seconds > 0):
+            raise ValueError("max_seconds must be positive")
+        length = round(max_seconds * RATE)
+        before = min(round(chunking.pad_before * RATE), length // 4)
+        after = min(round(chunking.pad_after * RATE), length // 4)
+        budget = (length - before - after) // WINDOW
+        if budget < 1:
+            raise ValueError("max_seconds is shorter than one window")
+        return cls(length, before, after, budget)
+
+
+def groups(
+    starts: Frames, ends: Frames, quietest: Quietest, budget: int, every_pause: bool
+) -> list[tuple[int, int]]:
+    """The first and last speech window of each piece, from the runs of speech: every run
+    alone when every pause ends a piece (cut further only if it outlasts the window), else
+    runs grouped up to the window."""
+    if not every_pause:
+        return _group(starts, ends, quietest, budget, round(LONG_PAUSE_SECONDS * RATE / WINDOW))
+    return [
+        group
+        for run in range(len(starts))
+        for group in _group(starts[run : run + 1], ends[run : run + 1], quietest, budget, 0)
+    ]
+
+
+def padded(cores: list[tuple[int, int]], length: int, limits: Limits) -> list[Span]:
+    """Pieces of a recording of `length` samples around their speech (`cores`, in samples):
+    padded where the neighbours leave room, never overlapping."""
+    spans = []
+    for index, (start, end) in enumerate(cores):
+        previous = cores[index - 1][1] if index else 0
+        following = cores[index + 1][0] if index + 1 < len(cores) else length
+        low = 0 if index == 0 else previous + (start - previous) // 2
+        high = length if index + 1 == len(cores) else end + (following - end) // 2
+        spans.append(Span(max(start - limits.before, low), min(end + limits.after, high)))
+    return spans
 
 
 def split(
@@ -179,40 +235,20 @@ def split(
     chunking = chunking or Chunking()
     if probabilities.ndim != 1 or len(probabilities) != -(-length // WINDOW):
         raise ValueError("probabilities must be one per window of the recording")
-    if not (math.isfinite(max_seconds) and max_seconds > 0):
-        raise ValueError("max_seconds must be positive")
-    max_len = round(max_seconds * RATE)
-    before = min(round(chunking.pad_before * RATE), max_len // 4)
-    after = min(round(chunking.pad_after * RATE), max_len // 4)
-    budget = (max_len - before - after) // WINDOW
-    if budget < 1:
-        raise ValueError("max_seconds is shorter than one window")
-    starts, ends = _speech_runs(probabilities, chunking)
+    limits = Limits.of(max_seconds, chunking)
+    starts, ends = speech_runs(probabilities, chunking)
     if len(starts) == 0:
         return []
-    if length <= max_len and not chunking.every_pause:
-        first, last = int(starts[0]) * WINDOW, int(ends[-1]) * WINDOW
-        return [Span(max(0, first - before), min(length, last + after))]
-    long_pause = round(LONG_PAUSE_SECONDS * RATE / WINDOW)
-    if chunking.every_pause:  # each run alone, cut further only if it outlasts the window
-        groups = [
-            group
-            for run in range(len(starts))
-            for group in _group(
-                starts[run : run + 1], ends[run : run + 1], probabilities, budget, 0
-            )
-        ]
+    if length <= limits.length and not chunking.every_pause:
+        found = [(int(starts[0]), int(ends[-1]))]  # one piece: from the first speech to the last
     else:
-        groups = _group(starts, ends, probabilities, budget, long_pause)
-    cores = [(first * WINDOW, min(length, last * WINDOW)) for first, last in groups]
-    spans = []
-    for index, (start, end) in enumerate(cores):
-        previous = cores[index - 1][1] if index else 0
-        following = cores[index + 1][0] if index + 1 < len(cores) else length
-        low = 0 if index == 0 else previous + (start - previous) // 2
-        high = length if index + 1 == len(cores) else end + (following - end) // 2
-        spans.append(Span(max(start - before, low), min(end + after, high)))
-    return spans
+
+        def quietest(low: int, high: int) -> int:
+            return low + int(np.argmin(probabilities[low : high + 1]))
+
+        found = groups(starts, ends, quietest, limits.budget, chunking.every_pause)
+    cores = [(first * WINDOW, min(length, last * WINDOW)) for first, last in found]
+    return padded(cores, length, limits)
 
 
 def _frame_db(samples: Samples, frame: int) -> npt.NDArray[np.float64]:

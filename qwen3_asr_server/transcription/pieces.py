@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import prompt, segmentation
+from .. import planning, prompt, segmentation
 from ..audio import RATE, Audio
 from ..backend.upstream import Upstream
 from ..errors import APIError
@@ -89,9 +89,9 @@ def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> li
     samples = audio.samples
     if whole(audio, options):
         return [] if segmentation.is_silent(samples) else [Span(0, len(samples))]
-    probabilities = model().recording(samples)
     if options.cuts is None:
-        return segmentation.split(probabilities, len(samples), options.window, options.chunking)
+        return planning.split(samples, model(), options.window, options.chunking)
+    probabilities = model().recording(samples)
     return [
         Span(region.start + span.start, region.start + span.end, region.speaker)
         for region in options.cuts(audio, probabilities)

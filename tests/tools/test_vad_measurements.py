@@ -46,15 +46,24 @@ def test_realtime_load_counts_the_cpu_of_live_sessions(tmp_path: Path) -> None:
 def test_cut_quality_counts_cuts_inside_sentences() -> None:
     lines = run("cut_quality.py", "--minutes", "1.5", "--snr", "10", "--stream").splitlines()
     assert lines[0] == (
-        "SNR | sentences | pieces | edges inside a sentence | CPU ms per audio s | as one stream"
+        "SNR | sentences | pieces | edges inside a sentence | CPU ms per audio s"
+        " | whole-Silero plan: inside, CPU ms | edges not in the other plan | as one stream"
     )
     rows = [line.split(" | ") for line in lines[1:]]
     assert [row[0] for row in rows] == ["clean", "10.0"]
-    for _, sentences, pieces, inside_of, batched, one_stream in rows:
+    for _, sentences, pieces, inside_of, planned, before, apart, one_stream in rows:
         assert int(sentences) > 15
         inside, _, edges = inside_of.partition(" of ")
         assert int(edges) == 2 * (int(pieces) - 1) > 0  # each cut: one end, one start
         assert 0 <= int(inside) <= int(edges)
-        assert float(batched) > 0
+        before_of, _, before_cpu = before.partition(", ")
+        before_inside, _, before_edges = before_of.partition(" of ")
+        assert 0 <= int(before_inside) <= int(before_edges)
+        ours, _, theirs = apart.partition(" / ")
+        assert 0 <= int(ours) <= int(edges)
+        assert 0 <= int(theirs) <= int(before_edges)
+        assert float(planned) > 0
+        assert float(before_cpu) > 0
         assert float(one_stream) > 0
-    assert rows[0][3].startswith("0 of")  # clean speech is never cut inside a sentence
+    assert rows[0][3].startswith("0 of")
+    assert rows[0][5].startswith("0 of")  # clean speech is never cut inside a sentence
