@@ -4,7 +4,6 @@ the real diarizer, the stand-in for vLLM (which names each piece's length)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,14 +13,18 @@ import openai
 import orjson
 import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionTextSegmentEvent
-from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
-from websockets.asyncio.client import connect
 
 from qwen3_asr_server.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.containers import encode
-from tests.fixtures.conversations import RATE, Conversation, conversation, spoken
-from tests.fixtures.harness import MODEL, Harness, LiveServer, app_before, ready, start_harness
+from tests.fixtures.conversations import (
+    RATE,
+    Conversation,
+    check_speakers,
+    conversation,
+    spoken,
+)
+from tests.fixtures.harness import MODEL, Harness, app_before, ready, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
@@ -51,32 +54,6 @@ async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harne
     fake, running = server
     async for h in start_harness(Settings(model=MODEL, backend_url=running.url), fake):
         yield h
-
-
-def truth_of(talk: Conversation, start: float, end: float) -> str:
-    """The voice that speaks most of start..end."""
-    overlap: dict[str, float] = {}
-    for turn in talk.truth:
-        shared = min(end, turn.end) - max(start, turn.start)
-        if shared > 0:
-            overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + shared
-    return max(overlap, key=overlap.__getitem__)
-
-
-def check_speakers(talk: Conversation, segments: list[Any], named: dict[str, str]) -> None:
-    """Each segment's speaker is its voice's label, one label per voice; unnamed voices are
-    A, B, ... in order of first speech. A word or two alone (under a 1.5 s window) is a
-    close call between two similar voices (awb and rms, both men), left out."""
-    labels: dict[str, str] = {}
-    for segment in (each for each in segments if each.end - each.start >= 1.5):
-        voice = truth_of(talk, segment.start, segment.end)
-        assert labels.setdefault(voice, segment.speaker) == segment.speaker, segment
-    assert len(set(labels.values())) == len(labels) == len({t.speaker for t in talk.truth})
-    for voice, name in named.items():
-        assert labels[voice] == name
-    lettered = [labels[voice] for voice in dict.fromkeys(t.speaker for t in talk.truth)]
-    lettered = [label for label in lettered if label not in named.values()]
-    assert lettered == [chr(ord("A") + index) for index in range(len(lettered))]
 
 
 def data_url(samples: Any, container: str) -> str:
@@ -289,69 +266,3 @@ async def test_aligned_words_carry_their_speaker(talk: Conversation) -> None:
     speakers = [segment["speaker"] for segment in body["segments"] for _ in range(3)]
     assert [word["speaker"] for word in body["words"]] == speakers
     assert len(set(speakers)) == 3
-
-
-async def test_a_realtime_session_labels_speakers_across_utterances(talk: Conversation) -> None:
-    server = LiveServer(StandIn(MODEL, describe=True))
-    url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
-    audio = {
-        "format": {"type": "audio/pcm", "rate": RATE},
-        "transcription": {"model": DIARIZE},
-    }
-    update = {
-        "type": "session.update",
-        "session": {"type": "transcription", "audio": {"input": audio}},
-    }
-    events: list[dict[str, Any]] = []
-    last_end = round(talk.truth[-1].end * 1000)
-    try:
-        async with connect(url) as ws:
-            await ws.recv()  # session.created
-            await ws.send(orjson.dumps(update).decode())
-            pcm = talk.samples.tobytes() + bytes(2 * RATE)  # and a second of silence after
-            for start in range(0, len(pcm), 3200):
-                chunk = base64.b64encode(pcm[start : start + 3200]).decode()
-                await ws.send(
-                    orjson.dumps({"type": "input_audio_buffer.append", "audio": chunk}).decode()
-                )
-
-            def through() -> bool:
-                stopped = [e for e in events if e["type"] == "input_audio_buffer.speech_stopped"]
-                done = [e for e in events if e["type"].endswith("transcription.completed")]
-                return (
-                    bool(stopped)
-                    and stopped[-1]["audio_end_ms"] >= last_end
-                    and len(done) == len(stopped)
-                )
-
-            async with asyncio.timeout(60):
-                while not through():
-                    events.append(orjson.loads(await ws.recv()))
-    finally:
-        server.stop()
-    started = {
-        e["item_id"]: e["audio_start_ms"] / 1000
-        for e in events
-        if e["type"] == "input_audio_buffer.speech_started"
-    }
-    segments = [
-        ConversationItemInputAudioTranscriptionSegment.model_validate(e)
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.segment"
-    ]
-    assert len(started) >= 4
-    assert {segment.item_id for segment in segments} == set(started)
-    absolute = [
-        segment.model_copy(
-            update={
-                "start": started[segment.item_id] + segment.start,
-                "end": started[segment.item_id] + segment.end,
-            }
-        )
-        for segment in segments
-    ]
-    check_speakers(talk, absolute, {})
-    for item in started:
-        [done] = [e for e in events if e["type"].endswith("completed") and e["item_id"] == item]
-        mine = [segment.text for segment in segments if segment.item_id == item]
-        assert done["transcript"] == " ".join(mine)
