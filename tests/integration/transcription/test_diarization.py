@@ -79,6 +79,32 @@ async def test_diarized_json_through_the_sdk(harness: Harness, talk: Conversatio
     assert answer.usage.type == "tokens"
 
 
+async def test_json_and_text_answer_the_text_as_usual(harness: Harness, talk: Conversation) -> None:
+    """diarized_json's text (the pieces are cut where the speakers change), in the fields the
+    served model's json has: no segments, no speakers."""
+    diarized = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+    )
+    plain = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="json"
+    )
+    assert plain.text == diarized.text
+    text = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="text"
+    )
+    assert text.strip() == diarized.text
+    fields = []
+    for model in (DIARIZE, MODEL):
+        response = await harness.http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("talk.wav", talk.wav())},
+            data={"model": model, "response_format": "json"},
+        )
+        assert response.status_code == 200
+        fields.append(set(response.json()))
+    assert fields[0] == fields[1]  # no segments, no speakers
+
+
 async def test_known_speakers_are_named(harness: Harness, talk: Conversation, voices: Path) -> None:
     """References of two of the voices, saying other things, in other formats."""
     agent = spoken("awb", "Thank you for calling, how can I help you today?", voices)
@@ -189,6 +215,29 @@ async def test_bad_diarization_fields_are_a_400_naming_them(
     )
     assert response.status_code == 400
     assert response.json()["error"]["param"] == param
+
+
+async def test_a_reference_that_is_not_base64_is_a_400_in_openais_shape(
+    harness: Harness, talk: Conversation
+) -> None:
+    response = await harness.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("talk.wav", talk.wav())},
+        data={
+            "model": DIARIZE,
+            "known_speaker_names[]": "agent",
+            "known_speaker_references[]": "data:audio/wav;base64,not*base64!",
+        },
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "message": "known_speaker_references[0] is not valid base64.",
+            "type": "invalid_request_error",
+            "param": "known_speaker_references",
+            "code": "invalid_value",
+        }
+    }
 
 
 @pytest.mark.parametrize(("seconds", "reason"), [(1.0, "lasts 1.0 s"), (12.0, "lasts over 10 s")])
