@@ -1,3 +1,3 @@
 """Stages: the steps a transcript goes through after the model wrote it, in order, each over
-the one `Transcript` value. Word alignment (`words`) is the first. A new one (speakers, say)
-is a module with a `Stage` and a line in `registry`."""
+the one `Transcript` value: word alignment (`words`), then speakers (`speakers`). What a stage
+is, when each of its parts runs and how to add one: `stage.Stage`."""

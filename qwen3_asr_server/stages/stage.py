@@ -12,14 +12,34 @@ from ..transcription.transcript import Transcript
 
 
 class Stage(Protocol):
-    """One step after transcription.
+    """One step of an upload's transcription that adds to what the model wrote.
 
-    `needed` is asked before any work: whether this request wants the stage, or a 400 when it
-    asks for what the stage cannot give (no backend for it, a language it does not know).
-    `check_ready` is a 503 while what it needs is loading. `max_seconds` bounds the pieces the
-    recording is cut into, if the stage takes each piece in one pass; `cuts` says where else
-    they must be cut (between speakers), labelling each; `provides` names the fields of the
-    `Transcript` it fills, so that a format can tell whether it will get them.
+    A stage fills fields of the `Transcript` that the model alone cannot (word times from the
+    aligner, speakers from the diarizer), for the requests that ask for them, on the audio
+    endpoints (transcriptions and translations, through `TranscriptionService`). Realtime
+    sessions do not go through stages: a diarizing session's worker cuts each utterance with
+    the diarizer itself, remembering the session's voices.
+
+    When each part runs, for one request:
+    - `needed`, when the request is accepted, once its fields are read: whether this request
+      wants the stage, or a 400 when it asks for what the stage cannot give (no backend for
+      it, a language it does not know);
+    - `check_ready`, next, for the needed stages only: a 503 while what it needs is loading,
+      before any audio is decoded;
+    - `max_seconds` and `cuts`, when the request's options are set: the longest piece the
+      recording may be cut into (if the stage takes each piece in one pass) and where else it
+      must be cut, each piece labelled (between speakers; the first stage that cuts is the
+      one heard); the cut itself is made once the audio is decoded (`pieces.plan`);
+    - `run`, after every piece is transcribed, in the registry's order, each stage given the
+      transcript the one before it returned. A streamed answer is sent as the pieces are
+      transcribed, so it gets the cuts and their labels but no `run`.
+    `provides` names the `Transcript` fields it fills, so that the service can tell whether
+    a request will get them (subtitles cut at sentence ends when words come, else at the
+    format's own lengths).
+
+    To add one: a module in `stages/` with a class that has these members (no base class:
+    this is a Protocol), and a line in `registry.every` at its place in the order, built from
+    what `app.py` passes there.
     """
 
     @property

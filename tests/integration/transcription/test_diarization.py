@@ -4,7 +4,6 @@ the real diarizer, the stand-in for vLLM (which names each piece's length)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,14 +13,18 @@ import openai
 import orjson
 import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionTextSegmentEvent
-from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
-from websockets.asyncio.client import connect
 
 from qwen3_asr_server.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.containers import encode
-from tests.fixtures.conversations import RATE, Conversation, conversation, spoken
-from tests.fixtures.harness import MODEL, Harness, LiveServer, app_before, ready, start_harness
+from tests.fixtures.conversations import (
+    RATE,
+    Conversation,
+    check_speakers,
+    conversation,
+    spoken,
+)
+from tests.fixtures.harness import MODEL, Harness, app_before, ready, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
@@ -53,32 +56,6 @@ async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harne
         yield h
 
 
-def truth_of(talk: Conversation, start: float, end: float) -> str:
-    """The voice that speaks most of start..end."""
-    overlap: dict[str, float] = {}
-    for turn in talk.truth:
-        shared = min(end, turn.end) - max(start, turn.start)
-        if shared > 0:
-            overlap[turn.speaker] = overlap.get(turn.speaker, 0.0) + shared
-    return max(overlap, key=overlap.__getitem__)
-
-
-def check_speakers(talk: Conversation, segments: list[Any], named: dict[str, str]) -> None:
-    """Each segment's speaker is its voice's label, one label per voice; unnamed voices are
-    A, B, ... in order of first speech. A word or two alone (under a 1.5 s window) is a
-    close call between two similar voices (awb and rms, both men), left out."""
-    labels: dict[str, str] = {}
-    for segment in (each for each in segments if each.end - each.start >= 1.5):
-        voice = truth_of(talk, segment.start, segment.end)
-        assert labels.setdefault(voice, segment.speaker) == segment.speaker, segment
-    assert len(set(labels.values())) == len(labels) == len({t.speaker for t in talk.truth})
-    for voice, name in named.items():
-        assert labels[voice] == name
-    lettered = [labels[voice] for voice in dict.fromkeys(t.speaker for t in talk.truth)]
-    lettered = [label for label in lettered if label not in named.values()]
-    assert lettered == [chr(ord("A") + index) for index in range(len(lettered))]
-
-
 def data_url(samples: Any, container: str) -> str:
     data = encode(samples.astype("float32") / 32768, RATE, container)
     return f"data:audio/{container};base64,{base64.b64encode(data).decode()}"
@@ -100,6 +77,32 @@ async def test_diarized_json_through_the_sdk(harness: Harness, talk: Conversatio
     assert all(segment.end - segment.start <= 30 for segment in answer.segments)
     assert answer.usage is not None
     assert answer.usage.type == "tokens"
+
+
+async def test_json_and_text_answer_the_text_as_usual(harness: Harness, talk: Conversation) -> None:
+    """diarized_json's text (the pieces are cut where the speakers change), in the fields the
+    served model's json has: no segments, no speakers."""
+    diarized = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
+    )
+    plain = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="json"
+    )
+    assert plain.text == diarized.text
+    text = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE, file=("talk.wav", talk.wav()), response_format="text"
+    )
+    assert text.strip() == diarized.text
+    fields = []
+    for model in (DIARIZE, MODEL):
+        response = await harness.http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("talk.wav", talk.wav())},
+            data={"model": model, "response_format": "json"},
+        )
+        assert response.status_code == 200
+        fields.append(set(response.json()))
+    assert fields[0] == fields[1]  # no segments, no speakers
 
 
 async def test_known_speakers_are_named(harness: Harness, talk: Conversation, voices: Path) -> None:
@@ -214,6 +217,29 @@ async def test_bad_diarization_fields_are_a_400_naming_them(
     assert response.json()["error"]["param"] == param
 
 
+async def test_a_reference_that_is_not_base64_is_a_400_in_openais_shape(
+    harness: Harness, talk: Conversation
+) -> None:
+    response = await harness.http.post(
+        "/v1/audio/transcriptions",
+        files={"file": ("talk.wav", talk.wav())},
+        data={
+            "model": DIARIZE,
+            "known_speaker_names[]": "agent",
+            "known_speaker_references[]": "data:audio/wav;base64,not*base64!",
+        },
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "message": "known_speaker_references[0] is not valid base64.",
+            "type": "invalid_request_error",
+            "param": "known_speaker_references",
+            "code": "invalid_value",
+        }
+    }
+
+
 @pytest.mark.parametrize(("seconds", "reason"), [(1.0, "lasts 1.0 s"), (12.0, "lasts over 10 s")])
 async def test_a_reference_of_the_wrong_length_is_a_400(
     harness: Harness, talk: Conversation, seconds: float, reason: str
@@ -289,69 +315,3 @@ async def test_aligned_words_carry_their_speaker(talk: Conversation) -> None:
     speakers = [segment["speaker"] for segment in body["segments"] for _ in range(3)]
     assert [word["speaker"] for word in body["words"]] == speakers
     assert len(set(speakers)) == 3
-
-
-async def test_a_realtime_session_labels_speakers_across_utterances(talk: Conversation) -> None:
-    server = LiveServer(StandIn(MODEL, describe=True))
-    url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
-    audio = {
-        "format": {"type": "audio/pcm", "rate": RATE},
-        "transcription": {"model": DIARIZE},
-    }
-    update = {
-        "type": "session.update",
-        "session": {"type": "transcription", "audio": {"input": audio}},
-    }
-    events: list[dict[str, Any]] = []
-    last_end = round(talk.truth[-1].end * 1000)
-    try:
-        async with connect(url) as ws:
-            await ws.recv()  # session.created
-            await ws.send(orjson.dumps(update).decode())
-            pcm = talk.samples.tobytes() + bytes(2 * RATE)  # and a second of silence after
-            for start in range(0, len(pcm), 3200):
-                chunk = base64.b64encode(pcm[start : start + 3200]).decode()
-                await ws.send(
-                    orjson.dumps({"type": "input_audio_buffer.append", "audio": chunk}).decode()
-                )
-
-            def through() -> bool:
-                stopped = [e for e in events if e["type"] == "input_audio_buffer.speech_stopped"]
-                done = [e for e in events if e["type"].endswith("transcription.completed")]
-                return (
-                    bool(stopped)
-                    and stopped[-1]["audio_end_ms"] >= last_end
-                    and len(done) == len(stopped)
-                )
-
-            async with asyncio.timeout(60):
-                while not through():
-                    events.append(orjson.loads(await ws.recv()))
-    finally:
-        server.stop()
-    started = {
-        e["item_id"]: e["audio_start_ms"] / 1000
-        for e in events
-        if e["type"] == "input_audio_buffer.speech_started"
-    }
-    segments = [
-        ConversationItemInputAudioTranscriptionSegment.model_validate(e)
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.segment"
-    ]
-    assert len(started) >= 4
-    assert {segment.item_id for segment in segments} == set(started)
-    absolute = [
-        segment.model_copy(
-            update={
-                "start": started[segment.item_id] + segment.start,
-                "end": started[segment.item_id] + segment.end,
-            }
-        )
-        for segment in segments
-    ]
-    check_speakers(talk, absolute, {})
-    for item in started:
-        [done] = [e for e in events if e["type"].endswith("completed") and e["item_id"] == item]
-        mine = [segment.text for segment in segments if segment.item_id == item]
-        assert done["transcript"] == " ".join(mine)
