@@ -109,7 +109,7 @@ class _App(FastAPI):
 
 def app_state(settings: Settings, parts: Backends) -> AppState:
     """The state of one app: its clients of the backends, its policy, its services."""
-    upstream = Upstream(settings, parts.asr, parts.admission)
+    upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
     diarizer = None if settings.diarizer == "none" else Diarizer(Shared(SpeakerModel))
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
     aligner = _aligner(settings, parts.aligner)

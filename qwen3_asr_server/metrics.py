@@ -72,6 +72,11 @@ class Metrics:
         )
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
 
+        self.pieces_retried = Counter(
+            "qwen3_asr_pieces_retried",
+            "Pieces of a recording sent to vLLM again after it went away (a restart).",
+            registry=self.registry,
+        )
         self.audio_seconds = Counter(
             "qwen3_asr_audio_seconds",
             "Seconds of audio transcribed.",

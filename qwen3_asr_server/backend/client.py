@@ -16,6 +16,8 @@ CONNECT_SECONDS = 10.0
 # vLLM's uvicorn closes a connection idle for 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE); aiohttp keeps
 # one 15 s by default, so a request could take a connection vLLM was closing. Kept well below.
 KEEPALIVE_SECONDS = 2.0
+PROBE_SECONDS = 5.0  # a probe of /health or /v1/models that takes longer has failed
+PROBE_TIMEOUT = aiohttp.ClientTimeout(total=PROBE_SECONDS)
 
 
 class Client:
@@ -49,6 +51,14 @@ class Client:
                 read_bufsize=1 << 20,  # a stream's event lines (logprobs included) fit
             )
         return self._session
+
+    async def healthy(self) -> bool:
+        """Whether the backend answers 200 on vLLM's `/health` now."""
+        try:
+            async with self.session.get(self.url("/health"), timeout=PROBE_TIMEOUT) as answer:
+                return answer.status == 200
+        except (TimeoutError, aiohttp.ClientError):
+            return False
 
     async def post(
         self, path: str, body: bytes, headers: Mapping[str, str] | None = None

@@ -22,11 +22,12 @@ from typing import Protocol
 
 import aiohttp
 
-from ..errors import FatalBackendError, LaunchError, unavailable
+from ..errors import FatalBackendError, LaunchError
 from ..metrics import Metrics
 from ..settings import Settings
 from . import launch
-from .client import Client
+from .client import PROBE_SECONDS, PROBE_TIMEOUT, Client
+from .failures import BackendGone
 from .roles import ASR, Backend
 
 logger = logging.getLogger(__name__)
@@ -35,8 +36,6 @@ POLL_LOADING = 0.5  # seconds between health probes while loading
 POLL_READY = 2.0  # and once ready
 STOP_GRACE = 10.0  # seconds vLLM gets to exit after SIGTERM before SIGKILL
 BACKOFF_MAX = 30.0
-PROBE_SECONDS = 5.0  # a probe of /health or /v1/models that takes longer has failed
-_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=PROBE_SECONDS)
 
 
 # Looked up once here: the child must not load libraries between fork and exec.
@@ -118,7 +117,7 @@ def check_ready(state: BackendState, what: str) -> None:
     """A 503 naming `what` while the backend loads or restarts: nothing to wait for."""
     if not state.ready:
         condition = "still loading" if status(state) == "loading" else "restarting"
-        raise unavailable(f"{what} is {condition}; retry shortly.")
+        raise BackendGone(f"{what} is {condition}; retry shortly.")
 
 
 class Supervisor:
@@ -193,20 +192,12 @@ class Supervisor:
             self.metrics.model_ready.labels(self.backend.role).set(1 if ready else 0)
             self.on_change(self)
 
-    async def _probe(self) -> bool:
-        probe = self._probe_client
-        try:
-            async with probe.session.get(probe.url("/health"), timeout=_PROBE_TIMEOUT) as answer:
-                return answer.status == 200
-        except (TimeoutError, aiohttp.ClientError):
-            return False
-
     async def _discover_model(self) -> None:
         """For a backend given by URL: adopt the id it lists when ours is not among its ids
         and it lists only one (or when we have none)."""
         probe = self._probe_client
         try:
-            async with probe.session.get(probe.url("/v1/models"), timeout=_PROBE_TIMEOUT) as answer:
+            async with probe.session.get(probe.url("/v1/models"), timeout=PROBE_TIMEOUT) as answer:
                 listing = await answer.json(content_type=None)
             ids = [str(entry["id"]) for entry in listing["data"]]
         except (TimeoutError, aiohttp.ClientError, ValueError, KeyError, TypeError):
@@ -226,7 +217,7 @@ class Supervisor:
     async def _monitor(self) -> None:
         self._set_info()
         while True:
-            ready = await self._probe()
+            ready = await self._probe_client.healthy()
             if ready and not self.ready:
                 await self._discover_model()
                 logger.info("%s ready at %s", self.name, self.url)
@@ -322,7 +313,7 @@ class Supervisor:
         was_ready = False
         try:
             while proc.returncode is None:
-                ready = await self._probe()
+                ready = await self._probe_client.healthy()
                 if ready and not was_ready:
                     was_ready = True
                     logger.info("%s ready (pid %d, %s)", self.name, proc.pid, self.url)

@@ -6,23 +6,32 @@ It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are bu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
 
 from ..errors import APIError, unavailable
+from ..metrics import Metrics
 from ..settings import Settings
 from .admission import Slots, limit_of
-from .client import Client
-from .failures import SPEECH_BACKEND, failed, reaching
+from .client import PROBE_SECONDS, Client
+from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
 from .supervisor import BackendState, check_ready
 
 CHAT_PATH = "/v1/chat/completions"
 # A request body, or what makes it once the request has its slot: a piece of audio waiting in
 # line is then held once (decoded), not also base64-encoded inside a JSON body.
 Body = dict[str, Any] | Callable[[], dict[str, Any]]
+T = TypeVar("T")
+# A piece is sent at most this many times more when the backend went away: one whose audio
+# itself brings vLLM down (out of memory) does not bring it down again and again.
+RESENDS = 2
+# Seconds between looks at a backend that went away, doubled up to the second.
+FIRST_PAUSE, LAST_PAUSE = 0.25, 2.0
 
 
 def upstream_error(status: int, payload: Any) -> APIError:
@@ -42,21 +51,29 @@ def upstream_error(status: int, payload: Any) -> APIError:
             "The speech backend refused this server's credentials (see --backend-api-key).",
             code="backend_auth_failed",
         )
-    if status in (429, 503):
-        return unavailable(f"The speech backend is busy or restarting: {message}")
+    if status == 503:
+        return BackendGone(f"The speech backend is restarting: {message}")
+    if status == 429:
+        return unavailable(f"The speech backend is busy: {message}")
     return failed(SPEECH_BACKEND, message)
 
 
 class Upstream:
-    def __init__(self, settings: Settings, supervisor: BackendState, admission: Slots) -> None:
+    def __init__(
+        self, settings: Settings, supervisor: BackendState, admission: Slots, metrics: Metrics
+    ) -> None:
         self.supervisor = supervisor
         self.served_name = settings.served_name
         self.timeout = settings.request_timeout
         self.admission = admission
+        self.metrics = metrics
         # One kept-alive connection per admission slot: no request waits for a connection,
         # and none is opened and closed again under load.
         headers = {**settings.backend_headers, "Content-Type": "application/json"}
         self._client = Client(supervisor.url, headers, settings.request_timeout, limit_of(settings))
+        # Its own connections to ask whether a backend that went away is back, so that the
+        # question never waits behind the answers filling the pool.
+        self._probe = Client(supervisor.url, settings.backend_headers, PROBE_SECONDS, 2)
         self.aborted = False
 
     async def abort(self) -> None:
@@ -67,6 +84,7 @@ class Upstream:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        await self._probe.aclose()
 
     @property
     def model(self) -> str:
@@ -77,6 +95,44 @@ class Upstream:
         if self.aborted:
             raise unavailable("The server is shutting down; retry shortly.")
         check_ready(self.supervisor, "The speech model")
+
+    async def persist(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt()` (one piece's request), made again when it failed because the backend
+        went away, as soon as the backend serves again: a restart of vLLM costs a long
+        recording the pieces in flight, not the whole file. Every other failure (a 400 for
+        the piece's content, a timeout, an answer out of shape) is raised at once."""
+        deadline: float | None = None
+        resends = 0
+        while True:
+            try:
+                return await attempt()
+            except BackendGone as gone:
+                if resends == RESENDS:
+                    raise
+                deadline = deadline or time.monotonic() + self.timeout
+                await self._back(gone, deadline)
+            resends += 1
+            self.metrics.pieces_retried.inc()
+
+    async def _back(self, gone: BackendGone, deadline: float) -> None:
+        """Wait until the backend serves again: its supervisor says it is ready and it answers
+        its `/health` itself (a backend given by URL is polled only every few seconds, so
+        the supervisor may not know yet). `gone` is raised when the backend answers at once,
+        as then the failure was not its going away; when it is not back by `deadline`
+        (--request-timeout after the piece first failed); or when the server is stopping."""
+        pause, away = FIRST_PAUSE, False
+        while not self.aborted:
+            if self.supervisor.ready and await self._probe.healthy():
+                if away:
+                    return
+                raise gone
+            away = True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, LAST_PAUSE)
+        raise gone
 
     async def _send(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
         """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
@@ -184,7 +240,11 @@ class EventStream:
                     done = isinstance(choice, dict) and choice.get("finish_reason") is not None
                     finished[index] = finished.get(index, False) or done
                 yield event
-        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+        except aiohttp.ClientError as exc:  # reset, or closed before the stream's end
+            raise BackendGone(
+                f"{SPEECH_BACKEND} went away during the stream; retry shortly."
+            ) from exc
+        except (TimeoutError, ValueError) as exc:
             raise unavailable(f"{SPEECH_BACKEND} failed during the stream; retry shortly.") from exc
         finally:
             await self.aclose()

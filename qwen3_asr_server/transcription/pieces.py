@@ -6,7 +6,9 @@ A short clip that only needs text (`json`, `text`) goes upstream whole, as one r
 voice agent pays nothing for segmentation. Longer audio, and every request for timestamps
 (`verbose_json`, `srt`, `vtt`), is cut at pauses into pieces no longer than the model's
 window (where the client's `chunking_strategy` says, when it sets one); the pieces are
-transcribed concurrently (vLLM batches them) and joined in order.
+transcribed concurrently (vLLM batches them) and joined in order. A piece the backend did not
+answer because it went away (a restart of vLLM) is sent again once it is back; the pieces
+already answered are kept (`Upstream.persist`).
 
 `languages[]` with several entries: Qwen3-ASR either detects the language or is told one,
 so a piece is transcribed as detected and, when the model heard a language outside the
@@ -161,9 +163,8 @@ async def _transcribe_span(
 async def _ask(
     upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
 ) -> _Piece:
-    answer = await upstream.chat(
-        functools.partial(request_body, upstream, audio, span, options), request_id
-    )
+    body = functools.partial(request_body, upstream, audio, span, options)
+    answer = await upstream.persist(functools.partial(upstream.chat, body, request_id))
     choice = _choice(answer)
     cleaned = clean(_content(choice))
     entries = (choice.get("logprobs") or {}).get("content") or []

@@ -7,12 +7,15 @@ expect OpenAI's events with clean text. The pieces of a long recording stream fr
 concurrently, each into a queue of its own, and the queues are read one after the other, so
 piece N+1's deltas never reach the client before piece N's. A piece in a language the
 client did not list (`languages[]`) is dropped before any of its text is sent, and streamed
-again in the first one listed: the model names the language before it writes text.
+again in the first one listed: the model names the language before it writes text. A piece
+whose backend went away mid-stream is streamed again once it is back, and only the text past
+what the client already has is sent (the model at temperature 0 says the same again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,8 +24,9 @@ import orjson
 
 from .. import languages
 from ..audio import RATE, Audio
+from ..backend.failures import SPEECH_BACKEND
 from ..backend.upstream import EventStream, Upstream
-from ..errors import APIError
+from ..errors import APIError, unavailable
 from ..languages import Language
 from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..segmentation import Span
@@ -210,44 +214,85 @@ class TranscriptStream:
             queue.put_nowait(last)
 
     async def _stream(self, span: Span, queue: asyncio.Queue[_Item], options: Options) -> _Item:
-        """One piece's answer streamed into `queue`; returns its last item."""
+        """One piece's answer streamed into `queue`; returns its last item. When the backend
+        went away it is asked again once it is back, and of its second answer only what
+        follows the text already queued is queued."""
+        sent = _Sent()
+        attempt = functools.partial(self._attempt, span, queue, options, sent)
+        try:
+            return await self.upstream.persist(attempt)
+        except APIError as exc:
+            return _Item(error=exc)
 
+    async def _attempt(
+        self, span: Span, queue: asyncio.Queue[_Item], options: Options, sent: _Sent
+    ) -> _Item:
         def body() -> dict[str, Any]:
             built = request_body(self.upstream, self.audio, span, options)
             return {**built, "stream_options": {"include_usage": True}}
 
+        events = await self.upstream.chat_stream(body, self.request_id)
         try:
-            events = await self.upstream.chat_stream(body, self.request_id)
-        except APIError as exc:
-            return _Item(error=exc)
-        try:
-            return await _relay(events, queue, options)
+            return await _relay(events, queue, options, sent)
         finally:
             await events.aclose()
 
 
-async def _relay(events: EventStream, queue: asyncio.Queue[_Item], options: Options) -> _Item:
-    """Put a piece's clean deltas into `queue`; return its last item (end, error, or a
-    language outside the client's list, found before any text)."""
+@dataclass
+class _Sent:
+    """What of one piece's answer is in its queue already, so that an answer asked again
+    (the backend went away mid-stream) adds only what follows it."""
+
+    text: str = ""
+    logprobs: int = 0  # entries
+
+    def rest(self, before: str, text: str) -> str:
+        """Of `text`, which an answer says after `before`, what is not queued yet. An answer
+        that says otherwise than the text queued cannot go on: the client has that text."""
+        said = before + text
+        common = min(len(said), len(self.text))
+        if said[:common] != self.text[:common]:
+            raise unavailable(
+                f"{SPEECH_BACKEND} restarted during the stream and then transcribed the piece "
+                "differently; retry the request."
+            )
+        new = said[max(len(before), len(self.text)) :]
+        self.text += new
+        return new
+
+    def rest_of(self, before: int, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Of the logprob `entries` that follow `before` entries of an answer, the ones not
+        queued yet."""
+        new = entries[max(0, self.logprobs - before) :]
+        self.logprobs += len(new)
+        return new
+
+
+async def _relay(
+    events: EventStream, queue: asyncio.Queue[_Item], options: Options, sent: _Sent
+) -> _Item:
+    """Put a piece's clean deltas, past those `sent` already, into `queue`; return its last
+    item (its end, or a language outside the client's list, found before any text). A
+    failure is raised."""
     cleaner = StreamCleaner()
     kept = LogprobFilter()
     usage: dict[str, Any] | None = None
-    try:
-        async for event in events:
-            usage = event.get("usage") or usage
-            for choice in event.get("choices") or []:
-                content = (choice.get("delta") or {}).get("content")
-                text = cleaner.feed(content) if isinstance(content, str) else ""
-                if cleaner.decided and options.outside(cleaner.spoken_language):
-                    return _Item(outside=True)  # vLLM counts tokens at the end only
-                logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
-                if choice.get("finish_reason") is not None:
-                    text += cleaner.finish()
-                    logprobs += kept.finish()
-                if text or logprobs:
-                    entries = [transcription_logprob(entry) for entry in logprobs]
-                    language = cleaner.spoken_language or options.language
-                    queue.put_nowait(_Item(text=text, logprobs=entries, language=language))
-    except APIError as exc:
-        return _Item(error=exc)
+    heard, counted = "", 0  # the text and the logprob entries of this answer so far
+    async for event in events:
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            content = (choice.get("delta") or {}).get("content")
+            text = cleaner.feed(content) if isinstance(content, str) else ""
+            if cleaner.decided and options.outside(cleaner.spoken_language):
+                return _Item(outside=True)  # vLLM counts tokens at the end only
+            logprobs = kept.feed((choice.get("logprobs") or {}).get("content") or [])
+            if choice.get("finish_reason") is not None:
+                text += cleaner.finish()
+                logprobs += kept.finish()
+            new, heard = sent.rest(heard, text), heard + text
+            fresh, counted = sent.rest_of(counted, logprobs), counted + len(logprobs)
+            if new or fresh:
+                entries = [transcription_logprob(entry) for entry in fresh]
+                language = cleaner.spoken_language or options.language
+                queue.put_nowait(_Item(text=new, logprobs=entries, language=language))
     return _Item(end=True, tokens=Tokens.of(usage))

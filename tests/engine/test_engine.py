@@ -11,18 +11,19 @@ import base64
 import os
 import re
 import signal
+import threading
 import time
 from pathlib import Path
 
 import openai
 import pytest
-from openai.types.audio import TranscriptionDiarized
+from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
 from tokenizers import Tokenizer
 
 from qwen3_asr_server.catalog import DIARIZE
 from qwen3_asr_server.languages import resolve
 from qwen3_asr_server.prompt import language_prefix, sanitize_context
-from tests.engine.conftest import MODEL, Engine
+from tests.engine.conftest import MODEL, STARTUP_TIMEOUT, Engine
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation
 from tests.fixtures.process import alive, descendants
@@ -298,14 +299,46 @@ def test_metrics_count_what_was_served(engine: Engine) -> None:
     )
 
 
-def test_killed_vllm_is_restarted_and_serves_again(engine: Engine) -> None:
+def test_killed_vllm_is_restarted_and_a_long_file_in_flight_comes_back_whole(
+    engine: Engine,
+) -> None:
+    """SIGKILL while a long file is with vLLM: its pieces wait for the restart and are sent
+    again; the transcript has every piece."""
+    pattern = [(float(seconds), True) for seconds in (9, 12, 7, 14, 10, 11)] * 4
+    recording = spoken([piece for phrase in pattern for piece in (phrase, (1.0, False))])
+    data = encode(recording, 16000, "mp3")
+    answers: list[TranscriptionVerbose] = []
+
+    def transcribe() -> None:
+        answers.append(
+            engine.sdk().audio.transcriptions.create(
+                model=MODEL, file=("lecture.mp3", data), response_format="verbose_json"
+            )
+        )
+
+    request = threading.Thread(target=transcribe)
+    request.start()
+    deadline = time.monotonic() + 60
+    while "qwen3_asr_upstream_in_flight 0.0" in _metrics(engine):  # until pieces are with vLLM
+        assert request.is_alive(), "the file was through before a piece was seen with vLLM"
+        assert time.monotonic() < deadline, "no piece reached vLLM"
+        time.sleep(0.02)
     os.kill(engine.vllm_pid(), signal.SIGKILL)
-    engine.wait_until(503, 30)
-    engine.wait_until(200, 300)
+    request.join(STARTUP_TIMEOUT + 60)
+    segments = answers[0].segments or []
+    assert len(segments) >= len(pattern) // 2
+    assert answers[0].text == " ".join([EXPECTED_TEXT] * len(segments))
+    retried = re.findall(r"^qwen3_asr_pieces_retried_total (\S+)$", _metrics(engine), re.M)
+    assert float(retried[0]) >= 1
     assert _transcribe(engine)["text"] == EXPECTED_TEXT
     with engine.http(key=None) as http:
         assert http.get("/health").json()["restarts"] == 1
-        assert 'qwen3_asr_backend_restarts_total{backend="asr"} 1.0' in http.get("/metrics").text
+    assert 'qwen3_asr_backend_restarts_total{backend="asr"} 1.0' in _metrics(engine)
+
+
+def _metrics(engine: Engine) -> str:
+    with engine.http(key=None) as http:
+        return http.get("/metrics").text
 
 
 def test_sigterm_stops_every_process(engine: Engine) -> None:
