@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import invalid
+from .work import Stop
 
 logger = logging.getLogger(__name__)
 
@@ -107,8 +108,9 @@ def plain_wav(file: BinaryIO, max_seconds: float) -> Audio | None:
     return Audio(samples)
 
 
-def decode(file: BinaryIO, max_seconds: float) -> Audio:
-    """Decode the first audio stream to 16 kHz mono int16. Blocking: run it in a thread.
+def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audio:
+    """Decode the first audio stream to 16 kHz mono int16. Blocking: run it in a thread;
+    `stop` is asked after each frame, so that a request that is gone stops its decoding.
 
     Stops as soon as the audio runs past `max_seconds`, so a long file costs no more than the
     limit. A stream that breaks after some audio decoded keeps that audio (a recorder that was
@@ -135,6 +137,8 @@ def decode(file: BinaryIO, max_seconds: float) -> Audio:
         pcm = _Pcm()
         try:
             for frame in container.decode(stream):
+                if stop is not None:
+                    stop.check()
                 rate = frame.sample_rate
                 if not MIN_RATE <= rate <= MAX_RATE:
                     raise ValueError(_implausible(rate))

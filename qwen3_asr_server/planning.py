@@ -35,6 +35,7 @@ from .segmentation import (
     speech_runs,
 )
 from .silero import WINDOW, SpeechModel
+from .work import Stop
 
 BLOCK = round(30 * RATE / WINDOW)  # windows (30 s) whose levels set one noise floor
 FLOOR_PERCENTILE = 10  # the level of a block's quiet windows: its noise
@@ -100,10 +101,15 @@ class _Pause:
 
 class _Planner:
     def __init__(
-        self, samples: npt.NDArray[np.int16], model: SpeechModel, chunking: Chunking
+        self,
+        samples: npt.NDArray[np.int16],
+        model: SpeechModel,
+        chunking: Chunking,
+        stop: Stop | None,
     ) -> None:
         self.samples = samples
         self.model = model
+        self.stop = stop
         self.chunking = chunking
         self.windows = -(-len(samples) // WINDOW)
         self.min_pause = max(1, round(chunking.min_pause * RATE / WINDOW))
@@ -185,7 +191,7 @@ class _Planner:
         ]
         unsure: list[tuple[int, int]] = []  # edges of heard silence, (window, +1 or -1)
         for stretch, (low, high), probabilities in zip(
-            stretches, regions, self.model.regions(self.samples, regions), strict=True
+            stretches, regions, self.model.regions(self.samples, regions, self.stop), strict=True
         ):
             self.stretches.discard(stretch)
             self.heard[low:high] = True
@@ -216,7 +222,7 @@ class _Planner:
         """Where continuous speech from window `low` to `high` is cut: Silero hears it whole,
         and the pauses it finds there join the plan; where it is least sure, if it finds none."""
         if (low, high) not in self.listened:
-            (probabilities,) = self.model.regions(self.samples, [(low, high + 1)])
+            (probabilities,) = self.model.regions(self.samples, [(low, high + 1)], self.stop)
             self.heard[low : high + 1] = True
             self.listened[(low, high)] = low + int(np.argmin(probabilities))
             starts, ends = speech_runs(probabilities, self.chunking)
@@ -236,13 +242,15 @@ def split(
     model: SpeechModel,
     max_seconds: float = 30.0,
     chunking: Chunking | None = None,
+    stop: Stop | None = None,
 ) -> list[Span]:
-    """`segmentation.split` of a 16 kHz recording, with Silero heard only where it cuts."""
+    """`segmentation.split` of a 16 kHz recording, with Silero heard only where it cuts;
+    `stop` is asked as Silero hears."""
     chunking = chunking or Chunking()
     limits = Limits.of(max_seconds, chunking)
     if not len(samples):
         return []
-    planner = _Planner(samples, model, chunking)
+    planner = _Planner(samples, model, chunking, stop)
     whole = len(samples) <= limits.length and not chunking.every_pause
     found = planner.plan(limits, whole)
     cores = [(first * WINDOW, min(len(samples), last * WINDOW)) for first, last in found]

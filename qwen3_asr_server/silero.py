@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from . import networks
 from .audio import RATE
+from .work import Stop
 
 WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
 CONTEXT = 64  # samples of the window before that the model sees with each window
@@ -67,20 +68,25 @@ class SpeechModel:
             probabilities.append(float(output[0]))
         return probabilities, state
 
-    def recording(self, samples: npt.NDArray[np.int16]) -> Probabilities:
+    def recording(self, samples: npt.NDArray[np.int16], stop: Stop | None = None) -> Probabilities:
         """The speech probability of every window of a whole 16 kHz recording, the last one
-        padded with silence: `ceil(len(samples) / WINDOW)` values."""
+        padded with silence: `ceil(len(samples) / WINDOW)` values. `stop` is asked between
+        steps: a request that is gone stops paying for its recording."""
         windows = -(-len(samples) // WINDOW)
         if not windows:
             return np.zeros(0, dtype=np.float32)
         streams = max(1, min(MAX_BATCH, windows // MIN_CHUNK))
         length = -(-windows // streams)
         priming = PRIMING if streams > 1 else 0
-        found = self._streams(samples, np.arange(streams) * length - priming, priming + length)
+        firsts = np.arange(streams) * length - priming
+        found = self._streams(samples, firsts, priming + length, stop)
         return found[priming:].T.reshape(-1)[:windows]
 
     def regions(
-        self, samples: npt.NDArray[np.int16], regions: Sequence[tuple[int, int]]
+        self,
+        samples: npt.NDArray[np.int16],
+        regions: Sequence[tuple[int, int]],
+        stop: Stop | None = None,
     ) -> list[Probabilities]:
         """The speech probability of windows `start:end` of each region of a recording, each
         region judged as a stream of its own primed with the REGION_PRIMING windows before it, in
@@ -90,14 +96,18 @@ class SpeechModel:
         for batch in (order[at : at + MAX_BATCH] for at in range(0, len(order), MAX_BATCH)):
             starts = np.array([regions[index][0] for index in batch])
             steps = REGION_PRIMING + max(regions[index][1] - regions[index][0] for index in batch)
-            heard = self._streams(samples, starts - REGION_PRIMING, steps)
+            heard = self._streams(samples, starts - REGION_PRIMING, steps, stop)
             for column, index in enumerate(batch):
                 start, end = regions[index]
                 found[index] = heard[REGION_PRIMING : REGION_PRIMING + end - start, column].copy()
         return found
 
     def _streams(
-        self, samples: npt.NDArray[np.int16], firsts: npt.NDArray[np.int64], steps: int
+        self,
+        samples: npt.NDArray[np.int16],
+        firsts: npt.NDArray[np.int64],
+        steps: int,
+        stop: Stop | None,
     ) -> npt.NDArray[np.float32]:
         """`steps` windows of streams side by side, stream i from window `firsts[i]` on (silence
         outside the recording): their probabilities, one row per step. The rows are gathered
@@ -106,6 +116,8 @@ class SpeechModel:
         state = self.initial_state(len(firsts))
         found = np.empty((steps, len(firsts)), dtype=np.float32)
         for step in range(steps):
+            if stop is not None:
+                stop.check()
             at = ((firsts + step) * WINDOW)[:, None] + offsets
             inside = (at >= 0) & (at < len(samples))
             batch = np.where(inside, samples[np.clip(at, 0, len(samples) - 1)], 0)

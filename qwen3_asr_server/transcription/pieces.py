@@ -33,6 +33,7 @@ from ..languages import Language
 from ..model_output import LogprobFilter, clean, transcription_logprob
 from ..segmentation import Chunking, Span
 from ..silero import WINDOW, Probabilities, SpeechModel
+from ..work import Stop
 from .transcript import Segment, Transcript
 from .usage import Tokens
 
@@ -84,7 +85,9 @@ def whole(audio: Audio, options: Options) -> bool:
     )
 
 
-def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> list[Span]:
+def plan(
+    audio: Audio, options: Options, model: Callable[[], SpeechModel], stop: Stop | None = None
+) -> list[Span]:
     """The pieces to send: the whole clip when that will do, else pieces cut at the pauses
     Silero VAD hears (~2-5 ms of CPU per second of audio: not for the event loop), inside
     the regions a stage cuts (each piece labelled as its region is)."""
@@ -92,8 +95,8 @@ def plan(audio: Audio, options: Options, model: Callable[[], SpeechModel]) -> li
     if whole(audio, options):
         return [] if segmentation.is_silent(samples) else [Span(0, len(samples))]
     if options.cuts is None:
-        return planning.split(samples, model(), options.window, options.chunking)
-    probabilities = model().recording(samples)
+        return planning.split(samples, model(), options.window, options.chunking, stop)
+    probabilities = model().recording(samples, stop)
     return [
         Span(region.start + span.start, region.start + span.end, region.speaker)
         for region in options.cuts(audio, probabilities)

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .. import audio
+from .. import audio, work
 from ..audio import Audio
 from ..backend.upstream import Upstream
 from ..languages import Language
@@ -137,8 +137,9 @@ class TranscriptionService:
         CPU-bound jobs (Silero listens for pauses, ~2-5 ms of CPU per second of audio)."""
         if pieces.whole(recording, options):
             return pieces.plan(recording, options, self.speech_model)
-        async with self.decoding:
-            return await asyncio.to_thread(pieces.plan, recording, options, self.speech_model)
+        return await work.run(
+            self.decoding, lambda stop: pieces.plan(recording, options, self.speech_model, stop)
+        )
 
     def finished(
         self, seconds: float, tokens: Tokens, text: str | None = None, request_id: str = "-"
@@ -172,8 +173,7 @@ class TranscriptionService:
         decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
         if decoded is not None:
             return decoded
-        async with self.decoding:
-            return await asyncio.to_thread(audio.decode, file, limit)
+        return await work.run(self.decoding, lambda stop: audio.decode(file, limit, stop))
 
 
 class Events:

@@ -12,6 +12,7 @@ from qwen3_asr_server import planning, segmentation
 from qwen3_asr_server.audio import RATE
 from qwen3_asr_server.segmentation import Span
 from qwen3_asr_server.silero import WINDOW, Probabilities, SpeechModel
+from qwen3_asr_server.work import Stop
 from tests.fixtures.speech import scene
 
 MARGIN = round(0.05 * RATE)  # an edge this close to a sentence's end is not inside it
@@ -26,10 +27,13 @@ class Counting(SpeechModel):
         self.windows = 0
 
     def regions(
-        self, samples: npt.NDArray[np.int16], regions: Sequence[tuple[int, int]]
+        self,
+        samples: npt.NDArray[np.int16],
+        regions: Sequence[tuple[int, int]],
+        stop: Stop | None = None,
     ) -> list[Probabilities]:
         self.windows += sum(end - start for start, end in regions)
-        return super().regions(samples, regions)
+        return super().regions(samples, regions, stop)
 
 
 def edges(spans: list[Span]) -> list[int]:
