@@ -19,7 +19,9 @@ sends it, verbose_json the whole answer (segments, timestamps) pretty-printed. -
 one line per word, its start and end in seconds (the server must run with --aligner).
 --context primes the model with names and terms: the file goes to /v1/chat/completions as an
 input_audio part, the context as the system message, a --language as the assistant's pre-fill.
---stream prints the text as the model writes it. --realtime plays the file to
+--stream prints the text as the model writes it. On a terminal (or with --progress) a json or
+text transcription shows the pieces the server cut the file into, done of planned, on stderr:
+the file is sent as a stream, whose progress comments the server adds. --realtime plays the file to
 /v1/realtime?intent=transcription as a microphone would (24 kHz PCM, in real time) and prints
 each utterance's text as it comes, one line per utterance. The API key comes from --api-key or
 the QWEN_API_KEY environment variable.
@@ -78,6 +80,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--api-key", metavar="KEY", default=os.environ.get("QWEN_API_KEY"), help="or QWEN_API_KEY")
     add("--model", default="whisper-1", help="the model id to send (default: %(default)s)")
     add("--timeout", type=float, default=600.0, metavar="SECONDS", help="default: %(default)g")
+    add(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="show pieces done of planned on stderr (default: when stderr is a terminal)",
+    )
     args = parser.parse_args(argv)
     if args.translate and (args.language or args.stream or args.context is not None):
         parser.error("--translate cannot be combined with --language, --stream or --context")
@@ -97,6 +104,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not args.url.startswith(("http://", "https://")):
         parser.error(f"--url must start with http:// or https://, got {args.url!r}")
     args.url = args.url.rstrip("/")
+    plain = args.format in ("json", "text") and not (args.words or args.translate)
+    whole = not (args.stream or args.realtime) and args.context is None
+    wanted = sys.stderr.isatty() if args.progress is None else args.progress
+    args.progress = wanted and plain and whole
     try:
         args.audio = Path(args.file).read_bytes()
     except OSError as exc:
@@ -134,8 +145,8 @@ def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
         data |= {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
     if args.language:
         data["language"] = args.language.code
-    if args.stream:
-        data["stream"] = "true"
+    if args.stream or args.progress:
+        data |= {"stream": "true", "response_format": "json"}
     endpoint = "translations" if args.translate else "transcriptions"
     files = {"file": (Path(args.file).name, args.audio)}
     return {"url": f"/v1/audio/{endpoint}", "data": data, "files": files}
@@ -176,19 +187,45 @@ def render(response: httpx.Response, args: argparse.Namespace) -> str:
     return response.text
 
 
-def sse_data(response: httpx.Response) -> Iterator[str]:
-    """The data of each server-sent event."""
+class Bar:
+    """Pieces done of pieces planned, redrawn in place on stderr."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self.drawn = False
+
+    def __call__(self, done: int, planned: int) -> None:
+        filled = self.WIDTH * done // max(planned, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        sys.stderr.write(f"\rpieces {done}/{planned} [{bar}]")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def end(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+
+
+def sse_data(response: httpx.Response, progress: Bar | None = None) -> Iterator[str]:
+    """The data of each server-sent event; the server's `: progress DONE/PLANNED` comments
+    drawn on `progress`."""
     for line in response.iter_lines():
         if line.startswith("data:"):
             yield line[5:].strip()
+        elif line.startswith(": progress ") and progress is not None:
+            done, _, planned = line.removeprefix(": progress ").partition("/")
+            progress(int(done), int(planned))
 
 
-def stream_deltas(http: httpx.Client, args: argparse.Namespace) -> Iterator[str]:
+def stream_deltas(
+    http: httpx.Client, args: argparse.Namespace, progress: Bar | None = None
+) -> Iterator[str]:
     """The text deltas of a streamed transcript or chat completion, as they arrive."""
     request = chat_request(args) if args.context is not None else transcription_request(args)
     with http.stream("POST", **request) as response:
         check(response, bool(args.api_key))
-        for data in sse_data(response):
+        for data in sse_data(response, progress):
             if data == "[DONE]":
                 return
             event = json.loads(data)
@@ -224,6 +261,14 @@ def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
         return
     if args.stream:
         print_stream(stream_deltas(http, args))
+        return
+    if args.progress:
+        bar = Bar()
+        try:
+            text = "".join(stream_deltas(http, args, bar))
+        finally:
+            bar.end()
+        print(text)
         return
     request = chat_request(args) if args.context is not None else transcription_request(args)
     response = http.post(**request)

@@ -77,6 +77,16 @@ class Metrics:
             "Pieces of a recording sent to vLLM again after it went away (a restart).",
             registry=self.registry,
         )
+        self.pieces_planned = Counter(
+            "qwen3_asr_pieces_planned",
+            "Pieces the recordings were cut into, to go to vLLM.",
+            registry=self.registry,
+        )
+        self.pieces_done = Counter(
+            "qwen3_asr_pieces_done",
+            "Pieces of a recording transcribed (those planned, less those failed or left).",
+            registry=self.registry,
+        )
         self.audio_seconds = Counter(
             "qwen3_asr_audio_seconds",
             "Seconds of audio transcribed.",

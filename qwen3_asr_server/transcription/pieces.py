@@ -34,6 +34,7 @@ from ..model_output import LogprobFilter, clean, transcription_logprob
 from ..segmentation import Chunking, Span
 from ..silero import WINDOW, Probabilities, SpeechModel
 from ..work import Stop
+from .progress import Progress
 from .transcript import Segment, Transcript
 from .usage import Tokens
 
@@ -130,13 +131,20 @@ def joiner(language: Language | None) -> str:
 
 
 async def transcribe(
-    upstream: Upstream, audio: Audio, spans: list[Span], options: Options, request_id: str
+    upstream: Upstream,
+    audio: Audio,
+    spans: list[Span],
+    options: Options,
+    request_id: str,
+    progress: Progress,
 ) -> Transcript:
     slots = asyncio.Semaphore(options.concurrency)
 
     async def one(span: Span) -> _Piece:
         async with slots:
-            return await _transcribe_span(upstream, audio, span, options, request_id)
+            piece = await _transcribe_span(upstream, audio, span, options, request_id)
+        progress.piece_done()
+        return piece
 
     answered = await all_or_nothing(one(span) for span in spans)
     pieces = [piece for piece in answered if piece.segment.text]

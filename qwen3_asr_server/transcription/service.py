@@ -31,6 +31,7 @@ from ..stages import stage
 from ..stages.stage import Stage
 from . import pieces
 from .pieces import Cuts, Options
+from .progress import Progress
 from .render import Body
 from .streaming import TranscriptStream
 from .usage import Tokens
@@ -80,8 +81,9 @@ class TranscriptionService:
     async def transcribe(self, job: Job, request_id: str) -> Body:
         """The transcript, through every stage, rendered as the request asked."""
         spans = await self.plan(job.audio, job.options)
+        progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
         transcript = await pieces.transcribe(
-            self.upstream, job.audio, spans, job.options, request_id
+            self.upstream, job.audio, spans, job.options, request_id, progress
         )
         transcript = await stage.run(job.stages, transcript, job.audio)
         self.finished(transcript.duration, transcript.tokens, transcript.text, request_id)
@@ -92,8 +94,9 @@ class TranscriptionService:
         error here, before any answer is sent."""
         spans = await self.plan(job.audio, job.options)
         labelled = job.request.response_format.speakers
+        progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
         stream = TranscriptStream(
-            self.upstream, job.audio, spans, job.options, request_id, labelled=labelled
+            self.upstream, job.audio, spans, job.options, progress, labelled=labelled
         )
         await stream.start()
         return Events(self, stream, job.audio.duration, request_id)
@@ -101,7 +104,8 @@ class TranscriptionService:
     async def utterance(self, spoken: Audio, options: Options, request_id: str) -> TranscriptStream:
         """A Realtime utterance's stream, planned (not started)."""
         spans = await self.plan(spoken, options)
-        return TranscriptStream(self.upstream, spoken, spans, options, request_id)
+        progress = Progress(self.metrics, request_id, len(spans), spoken.duration)
+        return TranscriptStream(self.upstream, spoken, spans, options, progress)
 
     def options(
         self,

@@ -31,6 +31,7 @@ from ..languages import Language
 from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..segmentation import Span
 from .pieces import Options, joiner, request_body
+from .progress import Progress
 from .render import diarized_segment
 from .transcript import Segment
 from .usage import Tokens
@@ -70,14 +71,14 @@ class TranscriptStream:
         audio: Audio,
         spans: list[Span],
         options: Options,
-        request_id: str,
+        progress: Progress,
         labelled: bool = False,
     ):
         self.upstream = upstream
         self.labelled = labelled  # segment ids on the deltas, and segment events
         self.audio = audio
         self.options = options
-        self.request_id = request_id
+        self.progress = progress
         self.spans = spans
         self.queues: list[asyncio.Queue[_Item]] = [asyncio.Queue() for _ in self.spans]
         self.tasks: list[asyncio.Task[None]] = []
@@ -160,6 +161,7 @@ class TranscriptStream:
                     for number in range(sent, len(self.segments) if self.labelled else 0):
                         yield sse(diarized_segment(number, self.segments[number]))
                     sent = len(self.segments)
+                    yield self.progress.comment()
                     continue
                 logprobs += entries
                 yield sse(self._delta(text, entries, len(self.segments)))
@@ -194,7 +196,8 @@ class TranscriptStream:
         return event
 
     def _finished(self, piece: int, text: str) -> None:
-        """A piece is through: a segment, if it said something."""
+        """A piece is through: counted, and a segment if it said something."""
+        self.progress.piece_done()
         if text.strip():
             span = self.spans[piece]
             start, end = span.seconds(RATE)
@@ -231,7 +234,7 @@ class TranscriptStream:
             built = request_body(self.upstream, self.audio, span, options)
             return {**built, "stream_options": {"include_usage": True}}
 
-        events = await self.upstream.chat_stream(body, self.request_id)
+        events = await self.upstream.chat_stream(body, self.progress.request_id)
         try:
             return await _relay(events, queue, options, sent)
         finally:

@@ -313,3 +313,25 @@ def test_realtime_with_a_file_that_is_not_audio(live_server: LiveServer, tmp_pat
     result = run_tool(str(garbage), "--realtime", "--url", live_server.url)
     assert result.returncode == 1
     assert result.stderr.startswith(f"test-asr: error: cannot decode {garbage}")
+
+
+def test_progress_shows_the_pieces_done_of_planned_and_prints_the_text(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    """70 s of talk with pauses: the server cuts it into pieces, the bar counts them."""
+    path = tmp_path / "long.mp3"
+    path.write_bytes(
+        encode(spoken([p for _ in range(7) for p in ((9.0, True), (1.0, False))]), 16000, "mp3")
+    )
+    plain = run_tool(str(path), "--url", live_server.url)
+    shown = run_tool(str(path), "--url", live_server.url, "--progress")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == plain.stdout
+    assert plain.stderr == ""  # not a terminal: no bar unless asked
+    drawn = [line for line in shown.stderr.splitlines() if line]  # text mode reads \r as \n
+    planned = int(drawn[-1].split("/")[1].split()[0])
+    assert planned >= 3
+    assert drawn[-1].startswith(f"pieces {planned}/{planned} [{'#' * 30}]")
+    assert [line.split()[1] for line in drawn] == [
+        f"{done}/{planned}" for done in range(1, planned + 1)
+    ]

@@ -1,0 +1,46 @@
+"""How far one request's transcription has come: pieces done of pieces planned.
+
+A long json upload answers only at its end, minutes later; its progress goes to the metrics
+(`qwen3_asr_pieces_planned_total`, `qwen3_asr_pieces_done_total`) and, for a request of
+many pieces, to the log at each tenth. A stream tells its client too, in SSE comments
+(`: progress 3/40`), which OpenAI's SDKs and browsers' `EventSource` skip as the SSE
+standard says they must.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..metrics import Metrics
+
+logger = logging.getLogger("qwen3_asr_server.progress")
+
+LOGGED = 10  # pieces a request needs for its progress to be logged
+
+
+class Progress:
+    """One request's pieces, counted as each is transcribed."""
+
+    def __init__(self, metrics: Metrics, request_id: str, planned: int, seconds: float) -> None:
+        self.metrics = metrics
+        self.request_id = request_id
+        self.planned = planned
+        self.done = 0
+        metrics.pieces_planned.inc(planned)
+        if planned >= LOGGED:
+            logger.info(
+                "request_id=%s pieces planned=%d audio_seconds=%.1f", request_id, planned, seconds
+            )
+
+    def piece_done(self) -> None:
+        self.done += 1
+        self.metrics.pieces_done.inc()
+        tenth = self.done * 10 // self.planned
+        if self.planned >= LOGGED and tenth > (self.done - 1) * 10 // self.planned:
+            logger.info(
+                "request_id=%s pieces done=%d of %d", self.request_id, self.done, self.planned
+            )
+
+    def comment(self) -> str:
+        """The SSE comment a stream sends after each piece."""
+        return f": progress {self.done}/{self.planned}\n\n"
