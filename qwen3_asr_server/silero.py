@@ -88,19 +88,32 @@ class SpeechModel:
         regions: Sequence[tuple[int, int]],
         stop: Stop | None = None,
     ) -> list[Probabilities]:
-        """The speech probability of windows `start:end` of each region of a recording, each
-        region judged as a stream of its own primed with the REGION_PRIMING windows before it, in
-        batches of regions of about one length: what looking at a few places costs."""
-        order = sorted(range(len(regions)), key=lambda index: regions[index][1] - regions[index][0])
-        found: list[Probabilities] = [np.zeros(0, dtype=np.float32)] * len(regions)
+        """The speech probability of windows `start:end` of each region of a recording: what
+        looking at a few places costs. Each region is judged in parts of at most MIN_CHUNK
+        windows, each part a stream of its own primed with the REGION_PRIMING windows before
+        it, the parts of about one length batched: a long region (loud noise that frame energy
+        cannot tell from a pause) costs what the same stretch of `recording` does."""
+        parts = [
+            (start, min(end, start + MIN_CHUNK))
+            for begin, end in regions
+            for start in range(begin, end, MIN_CHUNK)
+        ]
+        order = sorted(range(len(parts)), key=lambda index: parts[index][1] - parts[index][0])
+        heard: list[Probabilities] = [np.zeros(0, dtype=np.float32)] * len(parts)
         for batch in (order[at : at + MAX_BATCH] for at in range(0, len(order), MAX_BATCH)):
-            starts = np.array([regions[index][0] for index in batch])
-            steps = REGION_PRIMING + max(regions[index][1] - regions[index][0] for index in batch)
-            heard = self._streams(samples, starts - REGION_PRIMING, steps, stop)
+            starts = np.array([parts[index][0] for index in batch])
+            steps = REGION_PRIMING + max(parts[index][1] - parts[index][0] for index in batch)
+            found = self._streams(samples, starts - REGION_PRIMING, steps, stop)
             for column, index in enumerate(batch):
-                start, end = regions[index]
-                found[index] = heard[REGION_PRIMING : REGION_PRIMING + end - start, column].copy()
-        return found
+                start, end = parts[index]
+                heard[index] = found[REGION_PRIMING : REGION_PRIMING + end - start, column]
+        joined, at = [], 0
+        for begin, end in regions:
+            count = -(-(end - begin) // MIN_CHUNK)
+            pieces = heard[at : at + count]
+            joined.append(np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32))
+            at += count
+        return joined
 
     def _streams(
         self,

@@ -36,37 +36,13 @@ from qwen3_asr_server.realtime.vad import SpeechDetector  # noqa: E402
 from qwen3_asr_server.segmentation import Span  # noqa: E402
 from qwen3_asr_server.silero import SpeechModel  # noqa: E402
 from qwen3_asr_server.transcription.pieces import Options, plan  # noqa: E402
-from tests.fixtures.speech import noise, rms, sentence  # noqa: E402
+from tests.fixtures.speech import sentences_in_noise  # noqa: E402
 
 RATE = 16_000
 WINDOW_SECONDS = 30.0
 MARGIN = round(0.05 * RATE)
 
 Sentences = list[tuple[int, int]]
-
-
-def recording(
-    minutes: float, snr_db: float | None, kind: str = "pink", seed: int = 0
-) -> tuple[npt.NDArray[np.int16], Sentences]:
-    """The audio and where each sentence lies in it."""
-    rng = np.random.default_rng(seed)
-    spoken = (sentence(1), sentence(2))
-    parts: list[npt.NDArray[np.float64]] = [np.zeros(RATE)]
-    truth: Sentences = []
-    position = RATE
-    while position < minutes * 60 * RATE:
-        voice = spoken[int(rng.integers(2))]
-        parts.append(voice)
-        truth.append((position, position + len(voice)))
-        gap = np.zeros(round(rng.uniform(0.3, 1.5) * RATE))
-        parts.append(gap)
-        position += len(voice) + len(gap)
-    signal = np.concatenate(parts)
-    speech = np.concatenate([signal[start:end] for start, end in truth])
-    signal *= 10 ** (-20 / 20) / rms(speech)
-    if snr_db is not None:
-        signal += noise(kind, len(signal), seed) * 10 ** ((-20 - snr_db) / 20)
-    return np.clip(np.round(signal * 32768), -32768, 32767).astype(np.int16), truth
 
 
 def inside(edges: list[int], truth: Sentences) -> int:
@@ -120,7 +96,7 @@ def main() -> None:
     print(" | whole-Silero plan: inside, CPU ms | edges not in the other plan", end="")
     print(" | as one stream" if args.stream else "")
     for snr in [None, *(float(each) for each in args.snr.split(","))]:
-        audio, truth = recording(args.minutes, snr, args.noise)
+        audio, truth = sentences_in_noise(args.minutes, snr, args.noise)
         seconds = len(audio) / RATE
         edges, cpu = timed(lambda samples: plan(Audio(samples), options, lambda: model), audio)
         before, cpu_before = timed(

@@ -1,5 +1,6 @@
-"""scripts/realtime_load.py and scripts/cut_quality.py, run with small counts: their figures
-have their shape, and what they count came out as it must. Nothing here depends on speed."""
+"""scripts/realtime_load.py, scripts/cut_quality.py and scripts/long_audio.py, run with small
+counts: their figures have their shape, and what they count came out as it must. Nothing here
+depends on speed."""
 
 from __future__ import annotations
 
@@ -67,3 +68,22 @@ def test_cut_quality_counts_cuts_inside_sentences() -> None:
         assert float(one_stream) > 0
     assert rows[0][3].startswith("0 of")
     assert rows[0][5].startswith("0 of")  # clean speech is never cut inside a sentence
+
+
+def test_long_audio_measures_each_step_and_the_server() -> None:
+    lines = run("long_audio.py", "--minutes", "1", "--concurrent", "2").splitlines()
+    assert lines[0].startswith("1 min of speech in pink noise at 20 dB")
+    steps = dict(line.split(" | ") for line in lines[2:5])
+    assert list(steps) == [
+        "decode (PyAV)",
+        "plan (planning.split)",
+        "plan (Silero over all of it)",
+    ]
+    assert all(float(cpu.removesuffix(" s")) > 0 for cpu in steps.values())
+    assert lines[5] == "server | CPU per audio hour | idle RSS | peak RSS | statuses"
+    this, together = (line.split(" | ") for line in lines[6:8])
+    assert this[0] == "this checkout"
+    assert this[-1] == "200"
+    assert together[0].startswith("2 at once")
+    assert together[-1] == "200 200"
+    assert float(this[1].removesuffix(" s")) > 0
