@@ -63,8 +63,9 @@ def levels(samples: npt.NDArray[np.int16]) -> Levels:
 
 
 def quiet(level: Levels, min_windows: int) -> tuple[Frames, Frames]:
-    """The stretches of at least `min_windows` windows near their block's noise floor, as
-    start and end windows: sounds shorter than a click inside one do not end it."""
+    """The stretches of at least `min_windows` windows near their block's noise floor, and
+    those of any length at the recording's ends (a piece is trimmed to its speech), as start
+    and end windows: sounds shorter than a click inside one do not end it."""
     still = np.zeros(len(level), dtype=bool)
     for start in range(0, len(level), BLOCK):
         block = level[start : start + BLOCK]
@@ -75,7 +76,7 @@ def quiet(level: Levels, min_windows: int) -> tuple[Frames, Frames]:
     bridged = (starts[1:] - ends[:-1]) >= click  # whether the sound between two is more
     starts = np.concatenate([starts[:1], starts[1:][bridged]])
     ends = np.concatenate([ends[:-1][bridged], ends[-1:]])
-    kept = ends - starts >= min_windows
+    kept = (ends - starts >= min_windows) | (starts == 0) | (ends == len(level))
     return starts[kept], ends[kept]
 
 

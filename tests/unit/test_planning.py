@@ -59,6 +59,10 @@ def test_quiet_stretches_near_the_floor_bridge_clicks_and_drop_short_ones() -> N
     starts, ends = planning.quiet(level, min_windows=10)
     assert starts.tolist() == [50, 300]
     assert ends.tolist() == [100, 340]
+    level[:3] = level[-2:] = -60  # short, but at the ends: what a piece is trimmed of
+    starts, ends = planning.quiet(level, min_windows=10)
+    assert starts.tolist() == [0, 50, 300, 398]
+    assert ends.tolist() == [3, 100, 340, 400]
 
 
 @pytest.mark.parametrize("snr_db", [None, 20, 10])
