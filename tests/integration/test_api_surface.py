@@ -242,9 +242,6 @@ async def test_backend_going_away_turns_health_down_and_requests_503(
     fake, server = standin
     async for h in start_harness(Settings(model=MODEL, backend_url=server.url), fake):
         server.stop()
-        response = await h.http.post("/v1/audio/transcriptions", files={"file": ("a", wav(0.2))})
-        assert response.status_code == 503
-        assert response.headers["retry-after"] == "5"
         for _ in range(100):
             if (await h.http.get("/health")).status_code == 503:
                 break
@@ -252,6 +249,11 @@ async def test_backend_going_away_turns_health_down_and_requests_503(
         health = await h.http.get("/health")
         assert health.status_code == 503
         assert health.json()["status"] == "down"
+        # a request while it is known down is refused at once (one in flight as it went away
+        # waits for it instead: test_piece_retries.py)
+        response = await h.http.post("/v1/audio/transcriptions", files={"file": ("a", wav(0.2))})
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
         # but the process is well: a liveness probe must not have it killed for this
         live = await h.http.get("/livez")
         assert (live.status_code, live.json()) == (200, {"status": "alive"})
