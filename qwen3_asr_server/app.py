@@ -43,6 +43,7 @@ from .speakers.diarize import Diarizer
 from .speakers.embedding import SpeakerModel
 from .stages import registry
 from .state import AppState
+from .transcription.budget import AudioBudget, LocalLedger, budget_seconds
 from .transcription.service import TranscriptionService
 from .ui import routes as ui
 
@@ -62,6 +63,7 @@ class Backends:
     aligner: BackendState | None
     admission: Slots
     seats: Seats
+    budget: AudioBudget
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
     started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
 
@@ -82,6 +84,9 @@ def own_backends(
         aligner=supervisors[1] if len(supervisors) > 1 else None,
         admission=admission,
         seats=LocalSeats(settings.max_sessions, metrics),
+        budget=AudioBudget(
+            LocalLedger(), budget_seconds(settings), settings.queue_timeout, metrics
+        ),
         supervisors=supervisors,
     )
 
@@ -128,7 +133,9 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         supervisor=parts.asr,
         upstream=upstream,
         drain=Drain(upstream.abort, settings.shutdown_timeout),
-        transcription=TranscriptionService(settings, upstream, stages, speech_model, parts.metrics),
+        transcription=TranscriptionService(
+            settings, upstream, stages, speech_model, parts.metrics, parts.budget
+        ),
         chat=ChatService(upstream, catalog),
         speech_model=speech_model,
         diarizer=diarizer,

@@ -65,10 +65,11 @@ def describe_seconds(seconds: float) -> str:
     return " ".join(part for part in parts if part)
 
 
-def _too_long(max_seconds: float) -> Exception:
+def too_long(max_seconds: float) -> Exception:
     return invalid(
-        f"The audio is longer than this server accepts ({describe_seconds(max_seconds)}, "
-        "--max-audio-seconds). Split it, or ask the operator to raise the limit.",
+        f"The audio is longer than this server accepts ({describe_seconds(max_seconds)}: "
+        "--max-audio-seconds, or --audio-budget-seconds where that is less). Split it, or ask "
+        "the operator to raise the limit.",
         "file",
         code="audio_too_long",
     )
@@ -103,7 +104,7 @@ def plain_wav(file: BinaryIO, max_seconds: float) -> Audio | None:
         file.seek(0)
         return None
     if len(data) // 2 > limit:
-        raise _too_long(max_seconds)
+        raise too_long(max_seconds)
     samples = np.frombuffer(data, dtype="<i2", count=len(data) // 2).astype(np.int16, copy=False)
     return Audio(samples)
 
@@ -132,7 +133,7 @@ def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audi
         if declared and not MIN_RATE <= declared <= MAX_RATE:
             raise _undecodable(_implausible(declared))
         if container.duration is not None and container.duration / av.time_base > max_seconds + 1:
-            raise _too_long(max_seconds)
+            raise too_long(max_seconds)
         limit = int(max_seconds * RATE)
         pcm = _Pcm()
         try:
@@ -144,7 +145,7 @@ def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audi
                     raise ValueError(_implausible(rate))
                 # Checked before resampling: one long frame at a low rate is hours of output.
                 if pcm.expected + frame.samples * RATE // rate > limit + RATE:
-                    raise _too_long(max_seconds)
+                    raise too_long(max_seconds)
                 pcm.add(frame)
             pcm.flush()
         except (av.FFmpegError, ValueError) as exc:
@@ -157,7 +158,7 @@ def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audi
                 pcm.flush()
     samples = np.frombuffer(pcm.data, dtype=np.int16)
     if len(samples) > limit:
-        raise _too_long(max_seconds)
+        raise too_long(max_seconds)
     if len(samples) == 0:
         raise _empty()
     return Audio(samples)

@@ -117,10 +117,17 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livesum",
         )
+        self.audio_reserved = Gauge(
+            "qwen3_asr_audio_reserved_seconds",
+            "Seconds of decoded audio held by requests now (at most --audio-budget-seconds).",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
         self.rejected = Counter(
             "qwen3_asr_rejected",
-            "Requests answered 429: the queue was full, no slot came free in time, or "
-            "(session_limit) a Realtime handshake found --max-sessions open.",
+            "Requests answered 429: the queue was full, no slot came free in time, their "
+            "audio found no room in --audio-budget-seconds in time, or (session_limit) a "
+            "Realtime handshake found --max-sessions open.",
             ["reason"],
             registry=self.registry,
         )

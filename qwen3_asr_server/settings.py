@@ -150,6 +150,12 @@ class Settings(BaseSettings):
     max_audio_seconds: float = Field(
         10800.0, gt=0, description="Longest audio accepted, in seconds (decoded length)."
     )
+    audio_budget_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds of decoded audio all requests together may hold at once "
+        "(default: a quarter of the memory at 32 KiB per second); more wait, then 429.",
+    )
     segment_seconds: float = Field(
         30.0,
         gt=1,

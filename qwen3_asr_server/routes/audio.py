@@ -32,7 +32,7 @@ async def _answer(request: Request, model: type[AudioRequest]) -> Response:
         job = await state.transcription.accept(form.read(fields, model, state.policy))
     request.state.audio_seconds = job.audio.duration  # access_log.AUDIO_SECONDS
     request_id: str = request.state.request_id
-    if job.request.stream:
+    if job.request.stream:  # the events hold the audio's room until they are closed
         events = await state.transcription.stream(job, request_id)
         return StreamingResponse(
             events,
@@ -40,7 +40,10 @@ async def _answer(request: Request, model: type[AudioRequest]) -> Response:
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(events.aclose),  # also when the stream never started
         )
-    body = await state.transcription.transcribe(job, request_id)
+    try:
+        body = await state.transcription.transcribe(job, request_id)
+    finally:
+        job.release()  # the answer is text now: the audio's room goes back to the budget
     if isinstance(body, str):
         return Response(body, media_type=job.request.response_format.content_type)
     return JSONResponse(body)

@@ -1,12 +1,14 @@
 """The transcription service: a recording in, a transcript out, whichever the front door.
 
 It does the work in one order: the stages a request needs are chosen (a 400 for one it cannot
-have), the backends' readiness is checked (a 503 before any decoding), the audio is decoded
-(a small plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
+have), the backends' readiness is checked (a 503 before any decoding), room for the audio is
+reserved in the server's budget (`budget`: a wait, or a 429), the audio is decoded (a small
+plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
 cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
 as OpenAI's transcript events), the stages run, and the transcript rendered in the format
 asked for. The audio routes give it an `AudioRequest`; a Realtime session asks for each
-utterance's stream (`utterance`).
+utterance's stream (`utterance`). The reservation is the job's until its answer or its
+events end (`Job.release`, `Events.aclose`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..silero import SpeechModel
 from ..stages import stage
 from ..stages.stage import Stage
 from . import pieces
+from .budget import AudioBudget, Reservation, estimate
 from .pieces import Cuts, Options
 from .progress import Progress
 from .render import Body
@@ -51,6 +54,10 @@ class Job:
     audio: Audio
     stages: list[Stage]
     options: Options
+    held: Reservation  # its audio's room in the budget, until `release`
+
+    def release(self) -> None:
+        self.held.release()
 
 
 class TranscriptionService:
@@ -61,8 +68,10 @@ class TranscriptionService:
         stages: Sequence[Stage],
         speech_model: Callable[[], SpeechModel],
         metrics: Metrics,
+        budget: AudioBudget,
     ) -> None:
         self.settings = settings
+        self.budget = budget
         self.upstream = upstream
         self.stages = tuple(stages)
         self.speech_model = speech_model
@@ -75,8 +84,9 @@ class TranscriptionService:
         self.upstream.check_ready()
         for each in needed:
             each.check_ready()
-        decoded = await self._decode(request.file.file, request.file.size or 0)
-        return Job(request, decoded, needed, self._options(request, needed))
+        options = self._options(request, needed)
+        held, decoded = await self._decode(request.file.file, request.file.size or 0)
+        return Job(request, decoded, needed, options, held)
 
     async def transcribe(self, job: Job, request_id: str) -> Body:
         """The transcript, through every stage, rendered as the request asked."""
@@ -91,15 +101,19 @@ class TranscriptionService:
 
     async def stream(self, job: Job, request_id: str) -> Events:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
-        error here, before any answer is sent."""
-        spans = await self.plan(job.audio, job.options)
-        labelled = job.request.response_format.speakers
-        progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
-        stream = TranscriptStream(
-            self.upstream, job.audio, spans, job.options, progress, labelled=labelled
-        )
-        await stream.start()
-        return Events(self, stream, job.audio.duration, request_id)
+        error here, before any answer is sent. The events hold the job's audio from here on."""
+        try:
+            spans = await self.plan(job.audio, job.options)
+            labelled = job.request.response_format.speakers
+            progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
+            stream = TranscriptStream(
+                self.upstream, job.audio, spans, job.options, progress, labelled=labelled
+            )
+            await stream.start()
+        except BaseException:
+            job.release()
+            raise
+        return Events(self, stream, job, request_id)
 
     async def utterance(self, spoken: Audio, options: Options, request_id: str) -> TranscriptStream:
         """A Realtime utterance's stream, planned (not started)."""
@@ -172,12 +186,26 @@ class TranscriptionService:
             cuts=next((cut for cut in (each.cuts(request) for each in needed) if cut), None),
         )
 
-    async def _decode(self, file: BinaryIO, size: int) -> Audio:
-        limit = self.settings.max_audio_seconds
-        decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
-        if decoded is not None:
-            return decoded
-        return await work.run(self.decoding, lambda stop: audio.decode(file, limit, stop))
+    async def _decode(self, file: BinaryIO, size: int) -> tuple[Reservation, Audio]:
+        """The audio, decoded in room reserved for it: as much as the upload may hold, then
+        what it did. Longer than the whole budget it could never have room, and is refused
+        like one longer than `--max-audio-seconds`."""
+        limit = min(self.settings.max_audio_seconds, self.budget.limit)
+        seconds, known = estimate(file, size, limit)
+        if known and seconds > limit + 1:
+            raise audio.too_long(limit)
+        held = await self.budget.reserve(seconds)
+        try:
+            decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
+            if decoded is None:
+                decoded = await work.run(
+                    self.decoding, lambda stop: audio.decode(file, limit, stop)
+                )
+            held.resize(len(decoded.samples))
+        except BaseException:
+            held.release()
+            raise
+        return held, decoded
 
 
 class Events:
@@ -188,22 +216,27 @@ class Events:
         self,
         service: TranscriptionService,
         stream: TranscriptStream,
-        seconds: float,
+        job: Job,
         request_id: str,
     ) -> None:
         self._service = service
         self._stream = stream
-        self._seconds = seconds
+        self._job = job
         self._request_id = request_id
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._events()
 
     async def aclose(self) -> None:
-        await self._stream.close()
+        """Stop the pieces, and give the audio's room back."""
+        try:
+            await self._stream.close()
+        finally:
+            self._job.release()
 
     async def _events(self) -> AsyncIterator[str]:
         async for event in self._stream.events():
             yield event
         stream = self._stream
-        self._service.finished(self._seconds, stream.tokens, stream.text, self._request_id)
+        seconds = self._job.audio.duration
+        self._service.finished(seconds, stream.tokens, stream.text, self._request_id)

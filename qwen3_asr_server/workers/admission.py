@@ -1,5 +1,5 @@
-"""Admission (see `backend.admission`) and Realtime seats (`realtime.seats`) whose limits
-hold for all the workers together.
+"""Admission (see `backend.admission`), Realtime seats (`realtime.seats`) and the audio
+budget's count (`transcription.budget`) whose limits hold for all the workers together.
 
 Each worker keeps its counts in its own entry of the shared table; taking a slot sums every
 entry under the table's lock, so at most `limit` requests are in flight to vLLM and at most
@@ -147,3 +147,30 @@ class SharedSeats:
         with self.table.locked():
             self._mine.sessions -= 1
         self.metrics.realtime_sessions.set(self._mine.sessions)
+
+
+class SharedLedger:
+    """`transcription.budget.LocalLedger` for all the workers together: each worker's
+    reservations in its entry of the table, summed under the table's lock."""
+
+    def __init__(self, table: Table, index: int) -> None:
+        self.table = table
+        self._mine = table.worker(index)
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return self.table.locked()
+
+    def total(self) -> int:
+        return self.table.audio()
+
+    def mine(self) -> int:
+        return int(self._mine.audio)
+
+    def add(self, samples: int) -> None:
+        self._mine.audio += samples
+
+    def first_in_line(self, since: int) -> bool:
+        return self.table.first_in_line(since, "audio_head")
+
+    def set_head(self, since: int) -> None:
+        self._mine.audio_head = since

@@ -1,8 +1,8 @@
 """The table the main process and its workers share: one small file, mapped into each of them.
 
 It holds what the supervisors know of each backend (written by the main process, read by the
-workers) and each worker's admission counts and Realtime sessions (written by that worker, summed by
-all of them).
+workers) and each worker's admission counts, audio reserved and Realtime sessions (written by
+that worker, summed by all of them).
 Whatever must be read or changed whole is under `locked()`: an flock on the file, which the
 kernel lets go when its holder dies, so a worker killed at any moment never wedges the rest.
 """
@@ -48,6 +48,8 @@ class _Worker(ctypes.Structure):
         ("head", ctypes.c_int64),  # when the first of them began to wait (ns); 0: none waits
         ("sessions", ctypes.c_int32),  # Realtime sessions it has open
         ("restarts", ctypes.c_uint32),  # workers started in its place after one died
+        ("audio", ctypes.c_int64),  # samples of decoded audio its requests reserved
+        ("audio_head", ctypes.c_int64),  # when its first request waiting for audio began (ns)
     ]
 
 
@@ -121,11 +123,16 @@ class Table:
         """Realtime sessions open, over every worker; call it `locked()`."""
         return sum(self._layout.workers[index].sessions for index in range(self.workers))
 
-    def first_in_line(self, since: int) -> bool:
+    def audio(self) -> int:
+        """Samples of audio reserved, over every worker; call it `locked()`."""
+        return sum(self._layout.workers[index].audio for index in range(self.workers))
+
+    def first_in_line(self, since: int, line: str = "head") -> bool:
         """Whether no worker's first waiter has waited longer than since `since` (ns, the
-        system's monotonic clock, which every process shares); call it `locked()`."""
+        system's monotonic clock, which every process shares), in the line whose heads are
+        `line` (admission's `head`, the audio budget's `audio_head`); call it `locked()`."""
         for index in range(self.workers):
-            head = self._layout.workers[index].head
+            head = getattr(self._layout.workers[index], line)
             if head and head < since:
                 return False
         return True
@@ -160,3 +167,4 @@ class Table:
         with self.locked():
             entry = self.worker(index)
             entry.pid = entry.taken = entry.waiting = entry.head = entry.sessions = 0
+            entry.audio = entry.audio_head = 0

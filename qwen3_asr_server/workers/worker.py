@@ -26,7 +26,8 @@ from ..backend.admission import limit_of
 from ..metrics import Metrics
 from ..serving import server as serving
 from ..settings import Settings, parse_args
-from .admission import SharedAdmission, SharedSeats
+from ..transcription.budget import AudioBudget, budget_seconds
+from .admission import SharedAdmission, SharedLedger, SharedSeats
 from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView, WorkerCollector
 
@@ -50,6 +51,9 @@ def backends(
         aligner=views[1] if len(views) > 1 else None,
         admission=admission,
         seats=SharedSeats(table, index, settings.max_sessions, metrics),
+        budget=AudioBudget(
+            SharedLedger(table, index), budget_seconds(settings), settings.queue_timeout, metrics
+        ),
         started=table.started,
     )
 

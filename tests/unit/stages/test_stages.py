@@ -149,7 +149,7 @@ def test_the_registry_and_what_a_stage_asks_of_the_plan() -> None:
     stages = registry.every(settings, None, lambda: None, None)
     assert [type(each) for each in stages] == [WordAlignment, SpeakerAttribution]
     assert stages[0].concurrency == 3
-    service = TranscriptionService(settings, None, stages, lambda: None, None)
+    service = TranscriptionService(settings, None, stages, lambda: None, None, None)
     language = resolve("fr")
     plain = service.options(language=language, context=None, logprobs=False)
     assert (plain.window, plain.concurrency, plain.language) == (200.0, 3, language)
