@@ -22,7 +22,7 @@ from wyoming.info import Describe, Info
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.languages import SUPPORTED
-from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.process import ServerProcess, install_launcher, listening, workers
 
 READ_TIMEOUT = 30
 
@@ -250,5 +250,26 @@ async def test_sigterm_lets_a_command_in_flight_finish(tmp_path: Path) -> None:
             async with wyoming.client() as client:
                 await client.write_event(Describe().event())
                 pytest.fail("the Wyoming port still accepts")
+    finally:
+        wyoming.server.stop()
+
+
+async def test_every_worker_serves_the_port(tmp_path: Path) -> None:
+    wyoming = _start(tmp_path, {}, "--workers", "2")
+    try:
+        deadline = time.monotonic() + 15
+        pid = wyoming.server.proc.pid
+        while len(workers(pid)) < 2 or listening(wyoming.port) != workers(pid):
+            assert time.monotonic() < deadline, "the workers never all listened on the port"
+            await asyncio.sleep(0.1)
+
+        async def one() -> Event:
+            async with wyoming.client() as client:
+                await send_command(client, tone(1.0))
+                return (await answer(client))[-1]
+
+        answers = await asyncio.gather(*(one() for _ in range(6)))
+        assert [Transcript.from_event(each).text for each in answers] == ["Hello world."] * 6
+        assert wyoming.counted("ok") == 6  # summed over the workers
     finally:
         wyoming.server.stop()
