@@ -1,4 +1,4 @@
-"""One Wyoming connection: `describe` answered, `transcribe` commands carried out.
+"""One Wyoming connection: `describe` and `ping` answered, `transcribe` commands carried out.
 
 A command is `transcribe` (optional), `audio-start`, `audio-chunk`s, `audio-stop`; it is
 transcribed after `audio-stop` through the transcription service (as a Realtime utterance
@@ -21,6 +21,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe
+from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
 from ..audio import Audio
@@ -45,6 +46,9 @@ class Handler(AsyncEventHandler):
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
             await self.write_event(info(self.state.settings).event())
+            return True
+        if Ping.is_type(event.type):  # a client checking the connection is alive
+            await self.write_event(Pong(text=Ping.from_event(event).text).event())
             return True
         try:
             if Transcribe.is_type(event.type):

@@ -18,6 +18,22 @@ from .handler import Handler
 
 logger = logging.getLogger(__name__)
 
+# An event's header line is at most asyncio's 64 KiB (its reader's limit); its data and payload
+# come after, as long as the header says. The wyoming library reads what it is told, so the
+# reader here refuses more than this for one event: an audio chunk is 20-100 ms of audio,
+# under 100 KB even as 48 kHz stereo 32-bit PCM.
+MAX_EVENT_BYTES = 4 << 20
+
+
+class BoundedReader(asyncio.StreamReader):
+    """A connection's reader that will not read past MAX_EVENT_BYTES at once. The library
+    takes its ValueError for the end of the stream, and the connection is closed."""
+
+    async def readexactly(self, n: int) -> bytes:
+        if n > MAX_EVENT_BYTES:
+            raise ValueError(f"an event of {n} bytes is over {MAX_EVENT_BYTES}")
+        return await super().readexactly(n)
+
 
 class Listener:
     def __init__(self, sock: socket.socket, state: AppState) -> None:
@@ -27,8 +43,14 @@ class Listener:
         self._connections: dict[asyncio.Task[None], Handler] = {}
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, sock=self.sock, backlog=self.state.settings.backlog
+        """Listen, as `asyncio.start_server` does, with a `BoundedReader` per connection."""
+        loop = asyncio.get_running_loop()
+
+        def connection() -> asyncio.StreamReaderProtocol:
+            return asyncio.StreamReaderProtocol(BoundedReader(), self._serve)
+
+        self._server = await loop.create_server(
+            connection, sock=self.sock, backlog=self.state.settings.backlog
         )
         host, port = self.sock.getsockname()[:2]
         logger.info("Wyoming protocol on tcp://%s:%d (no authentication)", host, port)

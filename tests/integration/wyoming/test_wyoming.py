@@ -19,6 +19,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
+from wyoming.ping import Ping, Pong
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.languages import SUPPORTED
@@ -115,6 +116,14 @@ async def test_describe_answers_one_asr_program_with_every_language(wyoming: Wyo
     assert {"en", "yue", "fil"} <= set(model.languages)
 
 
+async def test_ping_is_answered_with_pong(wyoming: Wyoming) -> None:
+    async with wyoming.client() as client:
+        await client.write_event(Ping(text="hi").event())
+        event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT)
+    assert event is not None
+    assert Pong.from_event(event).text == "hi"
+
+
 async def test_a_command_streams_its_text_then_the_transcript(wyoming: Wyoming) -> None:
     before = wyoming.counted("ok")
     async with wyoming.client() as client:
@@ -188,6 +197,18 @@ async def test_bad_events_are_an_error_then_a_close(
     assert Error.from_event(error).code == code
     assert closed is None
     assert wyoming.counted("invalid") == before + 1
+
+
+async def test_an_event_longer_than_its_bound_closes_the_connection(wyoming: Wyoming) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", wyoming.port)
+    header = b'{"type": "audio-chunk", "data": {"rate": 16000, "width": 2, "channels": 1}, '
+    writer.write(header + b'"payload_length": 1073741824}\n')
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), READ_TIMEOUT) == b""  # closed, not waiting
+    writer.close()
+    async with wyoming.client() as client:  # and the server goes on
+        await client.write_event(Describe().event())
+        assert await asyncio.wait_for(client.read_event(), READ_TIMEOUT) is not None
 
 
 async def test_too_much_audio_is_refused(wyoming: Wyoming) -> None:
