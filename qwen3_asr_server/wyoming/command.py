@@ -13,7 +13,7 @@ import numpy.typing as npt
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk
 
-from ..audio import MAX_RATE, MIN_RATE, RATE, Audio, Resampler, describe_seconds
+from ..audio import MAX_RATE, MIN_RATE, Audio, Resampler, describe_seconds
 from ..catalog import Catalog
 from ..languages import SUPPORTED, Language, named
 
@@ -61,7 +61,7 @@ class Command:
         self._resampler: Resampler | None = None
         self._format = (0, 0, 0)  # the chunks' rate, width and channels the resampler takes
         self._parts: list[npt.NDArray[np.int16]] = []
-        self._samples = 0
+        self._seconds = 0.0  # of audio received
 
     def add(self, chunk: AudioChunk) -> None:
         """A chunk's audio, converted; a Refusal for a format or a length it cannot have."""
@@ -82,17 +82,17 @@ class Command:
                 f"An audio chunk of {len(chunk.audio)} bytes is not whole samples of "
                 f"{width} bytes times {channels} channels.",
             )
-        if self._resampler is None or self._format != (chunk.rate, width, channels):
-            self._format = (chunk.rate, width, channels)
-            self._resampler = Resampler(chunk.rate, width, channels)
-        samples = self._resampler(chunk.audio)
-        self._samples += len(samples)
-        if self._samples > MAX_SECONDS * RATE:
+        # counted as sent, before resampling: 4 MiB of 1 kHz audio would be 128 MB at 16 kHz
+        self._seconds += len(chunk.audio) / (width * channels * chunk.rate)
+        if self._seconds > MAX_SECONDS:
             raise Refusal(
                 "audio-too-long",
                 f"A command may hold at most {describe_seconds(MAX_SECONDS)} of audio.",
             )
-        self._parts.append(samples)
+        if self._resampler is None or self._format != (chunk.rate, width, channels):
+            self._format = (chunk.rate, width, channels)
+            self._resampler = Resampler(chunk.rate, width, channels)
+        self._parts.append(self._resampler(chunk.audio))
 
     def audio(self) -> Audio:
         """The command's audio, 16 kHz mono (empty when no chunk came)."""

@@ -260,11 +260,15 @@ async def test_sigterm_lets_a_command_in_flight_finish(tmp_path: Path) -> None:
     env = {"FAKE_VLLM_RESPONSE_DELAY": "1.5"}
     wyoming = _start(tmp_path, env)
     try:
-        async with wyoming.client() as client:
+        async with wyoming.client() as client, wyoming.client() as late:
             await send_command(client, tone(1.0))
             await asyncio.sleep(0.3)
             wyoming.server.proc.terminate()
+            await asyncio.sleep(0.3)
+            await send_command(late, tone(1.0))  # a new command while the server drains
+            refused = await answer(late)
             events = await answer(client)
+        assert Error.from_event(refused[-1]).code == "server-shutting-down"
         assert Transcript.is_type(events[-1].type)
         assert wyoming.server.wait_exit() == -signal.SIGTERM  # raised again, as uvicorn does
         with contextlib.suppress(OSError):  # the port is closed with the server
