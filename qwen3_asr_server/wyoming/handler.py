@@ -6,7 +6,10 @@ is: the same admission, metrics and log), answered with `transcript-start`, a
 `transcript-chunk` per piece of text as vLLM writes it, `transcript-stop`, then `transcript`.
 A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
 Anything that ends a command without a transcript (a bad event, a busy or loading model, the
-drain) is an `error` event, after which the connection is closed: the command is over.
+drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
+dropped, and the connection serves the next. Closing at once instead would drop what the
+client is still sending unread, and the kernel would answer it with a reset, which can reach
+the client before it has read the error.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Handler(AsyncEventHandler):
         self.command: Command | None = None
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
+        self.dropping = False  # a command refused: its events are dropped until audio-stop
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
@@ -50,6 +54,10 @@ class Handler(AsyncEventHandler):
         if Ping.is_type(event.type):  # a client checking the connection is alive
             await self.write_event(Pong(text=Ping.from_event(event).text).event())
             return True
+        if self.dropping and not Transcribe.is_type(event.type):
+            self.dropping = not AudioStop.is_type(event.type)
+            return True
+        self.dropping = False
         try:
             if Transcribe.is_type(event.type):
                 self._end("replaced")  # a new transcribe starts the command afresh
@@ -62,7 +70,7 @@ class Handler(AsyncEventHandler):
                 return await self._answer(self._command())
         except Refusal as exc:
             await self._fail(exc.outcome, exc.code, exc.text)
-            return False
+            self.dropping = not AudioStop.is_type(event.type)
         return True
 
     async def disconnect(self) -> None:
@@ -117,14 +125,15 @@ class Handler(AsyncEventHandler):
             logger.debug("wyoming client gone before its error: %s", text)
 
     async def _answer(self, command: Command) -> bool:
-        """Transcribe the command and send the transcript; False: close the connection."""
+        """Transcribe the command and send the transcript (or an error); False: the client
+        is gone, close the connection."""
         spoken = command.audio()
         try:
             await self._transcribe(command, spoken)
         except APIError as exc:
             outcome = "busy" if exc.status in (429, 503) else "failed"
             await self._fail(outcome, exc.code or "transcription-failed", exc.message)
-            return False
+            return True
         except OSError:  # the client left while its transcript was being written
             self._end("gone", spoken)
             return False
