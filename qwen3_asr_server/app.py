@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -46,6 +47,7 @@ from .state import AppState
 from .transcription.budget import AudioBudget, LocalLedger, budget_seconds
 from .transcription.service import TranscriptionService
 from .ui import routes as ui
+from .wyoming.listener import Listener
 
 logger = logging.getLogger(__name__)
 
@@ -149,11 +151,13 @@ def create_app(
     vllm_args: Sequence[str] = (),
     on_fatal: Callable[[str], None] = _log_fatal,
     backends: Backends | None = None,
+    wyoming: socket.socket | None = None,
 ) -> FastAPI:
     """Build an independent app; `on_fatal` is told when the backend cannot be made to serve.
 
     A worker process of `--workers N` passes `backends`: the main process's, which it only
     reads (see `workers`); otherwise the app runs supervisors of its own in its lifespan.
+    `wyoming`: the bound socket of `--wyoming-port`, served for the app's lifespan.
     """
     parts = backends or own_backends(settings, vllm_args, on_fatal)
     state = app_state(settings, parts)
@@ -162,9 +166,14 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         for each in parts.supervisors:
             each.start()
+        listener = Listener(wyoming, state) if wyoming is not None else None
+        if listener is not None:
+            await listener.start()
         try:
             yield
         finally:
+            if listener is not None:
+                await listener.close()
             await state.upstream.aclose()
             if state.aligner is not None:
                 await state.aligner.aclose()

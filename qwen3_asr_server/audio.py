@@ -13,7 +13,7 @@ import logging
 import struct
 import wave
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 import av
 import numpy as np
@@ -209,20 +209,36 @@ class _Pcm:
 
 
 class Resampler:
-    """16-bit mono PCM arriving in chunks at `rate`, as 16 kHz samples (a live stream: the
-    resampler keeps its state between chunks, so their seams leave no clicks)."""
+    """PCM arriving in chunks at `rate` (`width` bytes a sample: 8-bit unsigned, 16- or 32-bit
+    signed; `channels` interleaved), as 16 kHz mono samples. A live stream: the resampler keeps
+    its state between chunks, so their seams leave no clicks. Realtime sends 16-bit mono; a
+    Wyoming client may send any of these."""
 
-    def __init__(self, rate: int) -> None:
+    # FFmpeg's packed format and the samples' dtype (little-endian, as Wyoming and WAV send
+    # them), by width
+    FORMATS: ClassVar[dict[int, tuple[str, np.dtype[Any]]]] = {
+        1: ("u8", np.dtype("u1")),
+        2: ("s16", np.dtype("<i2")),
+        4: ("s32", np.dtype("<i4")),
+    }
+
+    def __init__(self, rate: int, width: int = 2, channels: int = 1) -> None:
         self.rate = rate
+        self.format, self._dtype = self.FORMATS[width]
+        self._native = self._dtype.newbyteorder("=")  # what PyAV's frames take
+        self.layout = {1: "mono", 2: "stereo"}.get(channels, f"{channels}c")
+        plain = (rate, width, channels) == (RATE, 2, 1)
         self._resampler = (
-            av.AudioResampler(format="s16", layout="mono", rate=RATE) if rate != RATE else None
+            None if plain else av.AudioResampler(format="s16", layout="mono", rate=RATE)
         )
 
     def __call__(self, pcm: bytes) -> npt.NDArray[np.int16]:
-        samples = np.frombuffer(pcm, dtype="<i2").astype(np.int16, copy=False)
+        samples = np.frombuffer(pcm, dtype=self._dtype).astype(self._native, copy=False)
         if self._resampler is None:
-            return samples
-        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+            return samples.astype(np.int16, copy=False)
+        frame = av.AudioFrame.from_ndarray(
+            samples.reshape(1, -1), format=self.format, layout=self.layout
+        )
         frame.sample_rate = self.rate
         out = [
             np.frombuffer(memoryview(done.planes[0])[: done.samples * 2], dtype=np.int16)

@@ -27,8 +27,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     sock = serving.bind(settings)
     if sock is None:
         return 1
+    try:
+        wyoming = serving.wyoming_socket(settings)
+    except OSError as exc:
+        print(
+            f"qwen3-asr-server: error: cannot listen on {settings.wyoming_host}:"
+            f"{settings.wyoming_port} (--wyoming-port): {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
     if settings.workers > 1:
-        return manager.run(settings, vllm_args, args, sock)
+        return manager.run(settings, vllm_args, args, sock, wyoming)
     failure: list[str] = []
 
     def on_fatal(message: str) -> None:
@@ -36,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.should_exit = True
 
     serving.return_freed_memory()
-    app = create_app(settings, vllm_args, on_fatal=on_fatal)
+    app = create_app(settings, vllm_args, on_fatal=on_fatal, wyoming=wyoming)
     server = serving.Server(serving.config(app, settings), app.state.asr.drain)
     server.run(sockets=[sock])
     if failure:

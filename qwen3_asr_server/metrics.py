@@ -105,6 +105,14 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livesum",
         )
+        # A Wyoming command's audio and tokens are counted with the others (`transcribed`);
+        # this says how each ended: ok, invalid, busy, failed, gone (the client left)
+        self.wyoming_commands = Counter(
+            "qwen3_asr_wyoming_commands",
+            "Wyoming transcribe commands (--wyoming-port), by how they ended.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.upstream_in_flight = Gauge(
             "qwen3_asr_upstream_in_flight",
             "Requests to vLLM in flight (at most --max-concurrent).",

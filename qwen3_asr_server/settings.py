@@ -215,6 +215,18 @@ class Settings(BaseSettings):
         description="Realtime sessions open at once, over the whole server (every worker); "
         "beyond it a handshake gets 429 (or a close with 1013).",
     )
+    wyoming_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve the Wyoming protocol (Home Assistant's speech-to-text) on this "
+        "TCP port (off by default). Wyoming has no authentication: see --wyoming-host.",
+    )
+    wyoming_host: str = Field(
+        "127.0.0.1",
+        description="Interface the Wyoming port listens on: loopback by default, since anyone "
+        "who reaches it can use the model (no --api-key there).",
+    )
     ui: bool = Field(
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
@@ -256,6 +268,12 @@ class Settings(BaseSettings):
     def _one_aligner(self) -> Settings:
         if self.aligner and self.aligner_url:
             raise ValueError("give --aligner (launch it) or --aligner-url (use it), not both")
+        return self
+
+    @model_validator(mode="after")
+    def _two_ports(self) -> Settings:
+        if self.wyoming_port is not None and self.wyoming_port == self.port:
+            raise ValueError("--wyoming-port must differ from --port (the HTTP API's)")
         return self
 
     @property

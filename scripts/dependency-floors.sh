@@ -36,7 +36,8 @@ fi
 "$venv/bin/python" scripts/dependency_floors.py check
 if [ $# -eq 0 ]; then
     set -- tests/unit tests/integration/realtime tests/integration/middleware \
-        tests/integration/transcription tests/integration/test_hostile_input.py \
+        tests/integration/transcription tests/integration/wyoming \
+        tests/integration/test_hostile_input.py \
         tests/integration/test_api_surface.py tests/tools/test_packaging.py \
         tests/tools/test_dependency_floors.py
 fi

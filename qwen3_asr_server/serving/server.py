@@ -119,6 +119,31 @@ def bind(settings: Settings) -> socket.socket | None:
     return sock
 
 
+def wyoming_socket(settings: Settings) -> socket.socket | None:
+    """`--wyoming-port`'s socket (None when not asked for), bound before any vLLM is launched
+    as `bind`'s is; the app listens on it (`wyoming.listener`). Bound without SO_REUSEPORT,
+    it proves the port free; with `--workers N` it gives way to the workers' `port_socket`s.
+    An OSError when the port cannot be had."""
+    host, port = settings.wyoming_host, settings.wyoming_port
+    if port is None:
+        return None
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    if beyond_loopback(host):
+        logger.warning(
+            "Wyoming on %s:%d: the protocol has no authentication, so anyone who can reach "
+            "this port can use the model. Use --wyoming-host 127.0.0.1, or a firewall.",
+            host,
+            port,
+        )
+    return sock
+
+
 def beyond_loopback(host: str) -> bool:
     """Whether a server listening on `host` can be reached from other machines: a host name
     other than localhost may resolve to anything, so it counts as reachable."""

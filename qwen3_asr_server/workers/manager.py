@@ -43,18 +43,27 @@ Process = asyncio.subprocess.Process
 
 
 def run(
-    settings: Settings, vllm_args: Sequence[str], argv: Sequence[str], probe: socket.socket
+    settings: Settings,
+    vllm_args: Sequence[str],
+    argv: Sequence[str],
+    probe: socket.socket,
+    wyoming: socket.socket | None = None,
 ) -> int:
     """Serve with `settings.workers` worker processes; the server's exit status. A signal
     that stopped it is raised again once all is cleaned up, as uvicorn does.
 
     `argv` is the server's command line, for the workers. `probe`, bound without
     SO_REUSEPORT, proved the port free (no other server listens there); it gives way to the
-    workers' sockets.
+    workers' sockets. `wyoming`, the probe of `--wyoming-port`, gives way likewise: each
+    worker serves the Wyoming port too, on a socket of its own beside the others'.
     """
     port = probe.getsockname()[1]  # the one the kernel chose, for --port 0
     probe.close()
     reserved = serving.port_socket(settings.host, port, backlog=None)
+    if wyoming is not None:
+        wyoming_port = wyoming.getsockname()[1]
+        wyoming.close()
+        wyoming = serving.port_socket(settings.wyoming_host, wyoming_port, backlog=None)
     with tempfile.TemporaryDirectory(prefix="qwen3-asr-") as name:
         table = Table.create(Path(name), settings.workers)
         command = [*argv, "--port", str(port)]  # the last --port is the one that counts
@@ -63,6 +72,8 @@ def run(
             asyncio.run(manager.run())
         finally:
             reserved.close()
+            if wyoming is not None:
+                wyoming.close()
     if manager.failure is not None:
         print(f"qwen3-asr-server: error: {manager.failure}", file=sys.stderr)
         return 1

@@ -81,13 +81,21 @@ def main(argv: Sequence[str]) -> None:
     serving.configure_logging(settings)
     try:
         sock = serving.port_socket(settings.host, settings.port, settings.backlog)
+        wyoming = (
+            None
+            if settings.wyoming_port is None
+            else serving.port_socket(settings.wyoming_host, settings.wyoming_port, backlog=None)
+        )
     except OSError as exc:
-        logging.getLogger(__name__).error("Cannot listen on port %d: %s", settings.port, exc)
+        logging.getLogger(__name__).error("Cannot listen on its ports: %s", exc)
         sys.exit(1)
     serving.return_freed_memory()
     table = Table(directory / FILE_NAME, settings.workers)
     app = create_app(
-        settings, vllm_args, backends=backends(settings, vllm_args, table, index, directory)
+        settings,
+        vllm_args,
+        backends=backends(settings, vllm_args, table, index, directory),
+        wyoming=wyoming,
     )
     _WorkerServer(app, settings, table, index).run(sockets=[sock])
 

@@ -87,8 +87,11 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     yield from start_engine(tmp_path_factory)
 
 
-def start_engine(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Iterator[Engine]:
-    """server.py --cpu on the tiny model, with `flags` added; stopped with its vLLM after."""
+def start_engine(
+    tmp_path_factory: pytest.TempPathFactory, *flags: str, port: int = 0
+) -> Iterator[Engine]:
+    """server.py --cpu on the tiny model, with `flags` added, on `port` (0: a free one);
+    stopped with its vLLM after."""
     vllm = ENGINE_VENV / "bin" / "vllm"
     if not vllm.exists():
         pytest.fail(
@@ -115,7 +118,7 @@ def start_engine(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Itera
         str(STARTUP_TIMEOUT),
         *flags,
     ]
-    server = ServerProcess(tmp, args, env)
+    server = ServerProcess(tmp, args, env, port)
     engine = Engine(server, model_dir)
     try:
         engine.startup_statuses = engine.wait_until(200, STARTUP_TIMEOUT)

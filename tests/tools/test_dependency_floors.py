@@ -24,6 +24,7 @@ NEEDS = {
     "uvicorn": (Version("0.52.1"), "WebSocket refusals with their headers once (sansio)"),
     "av": (Version("18.1"), "a decoder that refuses a 0-bit WAV instead of segfaulting"),
     "openai": (Version("3.57"), "the 2026 audio types the tests check answers against"),
+    "wyoming": (Version("1.10"), "AsrProgram.requires_external_vad in the info event"),
 }
 
 

@@ -23,6 +23,8 @@ def test_defaults() -> None:
     assert settings.api_key is None
     assert settings.model_aliases[:2] == ["gpt-transcribe", "gpt-4o-transcribe"]
     assert "whisper-1" in settings.model_aliases
+    assert settings.wyoming_port is None  # off
+    assert settings.wyoming_host == "127.0.0.1"  # no authentication: loopback unless asked
 
 
 def test_unknown_flags_are_kept_in_order_for_vllm() -> None:
@@ -74,6 +76,8 @@ def test_backend_url_loses_its_trailing_slash() -> None:
         (["--log-level", "loud"], "--log-level: Input should be 'debug', 'info'"),
         (["--aligner", "a", "--aligner-url", "http://b"], "give --aligner (launch it) or"),
         (["--aligner-vllm-args=--dtype 'float32"], "--aligner-vllm-args: No closing quotation"),
+        (["--wyoming-port", "8000"], "--wyoming-port must differ from --port"),
+        (["--wyoming-port", "0"], "--wyoming-port: Input should be greater than or equal to 1"),
     ],
 )
 def test_invalid_values_are_a_usage_error_naming_the_flag(

@@ -1,0 +1,175 @@
+"""One Wyoming connection: `describe` and `ping` answered, `transcribe` commands carried out.
+
+A command is `transcribe` (optional), `audio-start`, `audio-chunk`s, `audio-stop`; it is
+transcribed after `audio-stop` through the transcription service (as a Realtime utterance
+is: the same admission, metrics and log), answered with `transcript-start`, a
+`transcript-chunk` per piece of text as vLLM writes it, `transcript-stop`, then `transcript`.
+A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
+Anything that ends a command without a transcript (a bad event, a busy or loading model, the
+drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
+dropped, and the connection serves the next. Closing at once instead would drop what the
+client is still sending unread, and the kernel would answer it with a reset, which can reach
+the client before it has read the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+
+from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Describe
+from wyoming.ping import Ping, Pong
+from wyoming.server import AsyncEventHandler
+
+from ..audio import Audio
+from ..errors import APIError
+from ..state import AppState
+from .command import Command, Refusal
+from .info import info
+
+logger = logging.getLogger(__name__)
+
+
+class Handler(AsyncEventHandler):
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: AppState
+    ) -> None:
+        super().__init__(reader, writer)
+        self.state = state
+        self.command: Command | None = None
+        self.request_id = "-"
+        self.started = 0.0  # when the command's first event came (time.monotonic)
+        self.dropping = False  # a command refused: its events are dropped until audio-stop
+
+    async def handle_event(self, event: Event) -> bool:
+        if Describe.is_type(event.type):
+            await self.write_event(info(self.state.settings).event())
+            return True
+        if Ping.is_type(event.type):  # a client checking the connection is alive
+            await self.write_event(Pong(text=Ping.from_event(event).text).event())
+            return True
+        if self.dropping and not Transcribe.is_type(event.type):
+            self.dropping = not AudioStop.is_type(event.type)
+            return True
+        self.dropping = False
+        try:
+            if Transcribe.is_type(event.type):
+                self._end("replaced")  # a new transcribe starts the command afresh
+                self._begin(Transcribe.from_event(event))
+            elif AudioStart.is_type(event.type) and self.command is None:
+                self._begin(None)
+            elif AudioChunk.is_type(event.type):
+                self._command().add(_chunk(event))
+            elif AudioStop.is_type(event.type):
+                return await self._answer(self._command())
+        except Refusal as exc:
+            await self._fail(exc.outcome, exc.code, exc.text)
+            self.dropping = not AudioStop.is_type(event.type)
+        return True
+
+    async def disconnect(self) -> None:
+        """The connection ended (the client left, or the server closed it): a command still
+        open is over."""
+        self._end("gone")
+
+    def _command(self) -> Command:
+        """The command the audio belongs to: without `transcribe`, one with the defaults."""
+        if self.command is None:
+            self._begin(None)
+        assert self.command is not None
+        return self.command
+
+    def _begin(self, transcribe: Transcribe | None) -> None:
+        if self.state.drain.draining:
+            raise Refusal(
+                "server-shutting-down",
+                "The server is shutting down; retry shortly (another instance may answer).",
+                outcome="busy",
+            )
+        command = Command(self.state.catalog, transcribe)
+        self.state.drain.enter()
+        self.command = command
+        self.request_id = secrets.token_hex(16)
+        self.started = time.monotonic()
+
+    def _end(self, outcome: str, audio: Audio | None = None) -> None:
+        """The command is over: out of the drain's count, counted and logged."""
+        if self.command is None:
+            return
+        self.command = None
+        self.state.drain.leave()
+        if outcome == "replaced":
+            return
+        self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+        logger.info(
+            "wyoming command request_id=%s outcome=%s audio_seconds=%.2f duration=%.3f",
+            self.request_id,
+            outcome,
+            audio.duration if audio is not None else 0.0,
+            time.monotonic() - self.started,
+        )
+
+    async def _fail(self, outcome: str, code: str, text: str) -> None:
+        if self.command is None:  # refused before it began (the drain, a bad transcribe)
+            self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+        self._end(outcome)
+        try:
+            await self.write_event(Error(text=text, code=code).event())
+        except OSError:
+            logger.debug("wyoming client gone before its error: %s", text)
+
+    async def _answer(self, command: Command) -> bool:
+        """Transcribe the command and send the transcript (or an error); False: the client
+        is gone, close the connection."""
+        spoken = command.audio()
+        try:
+            await self._transcribe(command, spoken)
+        except APIError as exc:
+            outcome = "busy" if exc.status in (429, 503) else "failed"
+            await self._fail(outcome, exc.code or "transcription-failed", exc.message)
+            return True
+        except OSError:  # the client left while its transcript was being written
+            self._end("gone", spoken)
+            return False
+        self._end("ok", spoken)
+        return True
+
+    async def _transcribe(self, command: Command, spoken: Audio) -> None:
+        forced = command.language.code if command.language else None
+        if not len(spoken.samples):  # nothing was said: no need to ask the model
+            await self.write_event(Transcript(text="", language=forced).event())
+            return
+        service = self.state.transcription
+        self.state.upstream.check_ready()  # a 503 while vLLM loads or restarts
+        options = service.options(language=command.language, context=None, logprobs=False)
+        stream = await service.utterance(spoken, options, self.request_id)
+        try:
+            await stream.start()
+            await self.write_event(TranscriptStart(language=forced).event())
+            async for text, _ in stream.texts():
+                if text:
+                    await self.write_event(TranscriptChunk(text=text).event())
+        finally:
+            await stream.close()
+        await self.write_event(TranscriptStop().event())
+        text = stream.text or ""
+        heard = stream.spoken[0].code if stream.spoken else forced
+        await self.write_event(Transcript(text=text, language=heard).event())
+        service.finished(spoken.duration, stream.tokens, text, self.request_id)
+
+
+def _chunk(event: Event) -> AudioChunk:
+    """The chunk an `audio-chunk` carries; a Refusal when its format is missing or not
+    numbers."""
+    data = event.data or {}
+    if not all(type(data.get(key)) is int for key in ("rate", "width", "channels")):
+        raise Refusal(
+            "bad-event", "An audio-chunk needs its rate, width and channels, as integers."
+        )
+    return AudioChunk.from_event(event)
