@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import io
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -39,7 +38,7 @@ from qwen3_asr_server import audio, planning, segmentation  # noqa: E402
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
 from qwen3_asr_server.silero import SpeechModel  # noqa: E402
 from tests.fixtures.containers import encode  # noqa: E402
-from tests.fixtures.process import cpu_seconds, memory  # noqa: E402
+from tests.fixtures.process import cpu_seconds, memory, running  # noqa: E402
 from tests.fixtures.speech import sentences_in_noise  # noqa: E402
 
 RATE = 16_000
@@ -57,41 +56,13 @@ def timed(job: Callable[[], object]) -> float:
     return time.process_time() - began
 
 
-def _ready(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"long_audio.py: {url} exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"long_audio.py: {url} was not ready within 60 s")
-
-
-@contextmanager
-def running(argv: list[str], url: str) -> Iterator[int]:
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _ready(url, process)
-        yield process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
 @contextmanager
 def server(repo: Path, upstream: str, extra: list[str]) -> Iterator[tuple[str, int]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, str(repo / "server.py"), "--port", str(port)]
     argv += ["--backend-url", upstream, "--served-model-name", MODEL, "--max-upload-mb", "200"]
-    with running([*argv, *extra], url) as pid:
+    with running([*argv, *extra], {}, url, 60) as pid:
         yield url, pid
 
 
@@ -147,7 +118,7 @@ def main() -> None:
     port = free_port()
     upstream = f"http://127.0.0.1:{port}"
     canned = [sys.executable, str(REPO / "scripts" / "canned_upstream.py"), "--port", str(port)]
-    with running([*canned, "--model", MODEL], upstream):
+    with running([*canned, "--model", MODEL], {}, upstream, 60):
         print("server | CPU per audio hour | idle RSS | peak RSS | statuses")
         checkouts = [("this checkout", REPO)]
         checkouts += [(str(args.before), args.before.resolve())] if args.before else []

@@ -40,8 +40,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,40 +51,12 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server.backend import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
-from tests.fixtures.process import cpu_seconds, memory  # noqa: E402
+from tests.fixtures.process import cpu_seconds, memory, running  # noqa: E402
 from tests.fixtures.speech import spoken  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
 MODEL = "qwen3-asr"
 CONCURRENCY = 16
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"overhead.py: {url} exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    sys.exit(f"overhead.py: {url} was not ready within {seconds:.0f} s")
-
-
-@contextmanager
-def _running(argv: list[str], env: dict[str, str], url: str, wait: float) -> Iterator[int]:
-    process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
-    try:
-        _wait_ready(url, process, wait)
-        yield process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def _upstream(
@@ -209,9 +179,9 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
     canned += ["--port", str(upstream_port), "--model", MODEL]
     floor_argv = [sys.executable, str(REPO / "scripts" / "floor.py"), "--port", str(floor_port)]
     figures: dict[str, Any] = {"upstream": "canned (scripts/canned_upstream.py)", "files": {}}
-    with contextlib.ExitStack() as running:
-        running.enter_context(_running(canned, {}, upstream, 60))
-        floor_pid = running.enter_context(_running(floor_argv, {}, floor, 60))
+    with contextlib.ExitStack() as started:
+        started.enter_context(running(canned, {}, upstream, 60))
+        floor_pid = started.enter_context(running(floor_argv, {}, floor, 60))
         servers: dict[int, tuple[str, int]] = {}
         for count in counts:
             port = launch.free_port()
@@ -219,7 +189,7 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
             server += ["--model", MODEL, "--port", str(port), "--log-level", "warning"]
             server += ["--workers", str(count)]
             url = f"http://127.0.0.1:{port}"
-            servers[count] = url, running.enter_context(_running(server, {}, url, 60))
+            servers[count] = url, started.enter_context(running(server, {}, url, 60))
         for path in files:
             low = _wrk(floor, path, args.seconds, floor_pid, scratch)
             runs = []
@@ -286,8 +256,8 @@ def main() -> int:
         server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
         server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
         with (
-            _running(argv, env, upstream, 600) as upstream_pid,
-            _running(server, {}, proxy, 60) as pid,
+            running(argv, env, upstream, 600) as upstream_pid,
+            running(server, {}, proxy, 60) as pid,
         ):
             plain = _benchmark(
                 [wav, mp3], proxy, upstream, args.runs, scratch / "a.json",
