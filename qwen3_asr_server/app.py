@@ -40,7 +40,8 @@ from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
 from .silero import SpeechModel
-from .speakers.diarize import Diarizer
+from .speakers import pyannote
+from .speakers.diarize import Diarizer, SpeakerFinder
 from .speakers.embedding import SpeakerModel
 from .stages import registry
 from .state import AppState
@@ -105,6 +106,15 @@ def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None
     return Aligner(backend, segment_time, timeout=settings.request_timeout)
 
 
+def _diarizer(source: str) -> SpeakerFinder | None:
+    """The diarizer `--diarizer` names; a LaunchError when a pyannote pipeline cannot load."""
+    if source == "none":
+        return None
+    if source == "campplus":
+        return Diarizer(Shared(SpeakerModel))
+    return pyannote.load(source)
+
+
 class _App(FastAPI):
     """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) in its schema."""
 
@@ -117,7 +127,7 @@ class _App(FastAPI):
 def app_state(settings: Settings, parts: Backends) -> AppState:
     """The state of one app: its clients of the backends, its policy, its services."""
     upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
-    diarizer = None if settings.diarizer == "none" else Diarizer(Shared(SpeakerModel))
+    diarizer = _diarizer(settings.diarizer)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
     aligner = _aligner(settings, parts.aligner)
     speech_model = Shared(SpeechModel)

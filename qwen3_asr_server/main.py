@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from . import networks
 from .app import create_app
+from .errors import LaunchError
 from .serving import server as serving
 from .settings import parse_args
 from .workers import manager
@@ -45,7 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.should_exit = True
 
     serving.return_freed_memory()
-    app = create_app(settings, vllm_args, on_fatal=on_fatal, wyoming=wyoming)
+    try:
+        app = create_app(settings, vllm_args, on_fatal=on_fatal, wyoming=wyoming)
+    except LaunchError as exc:
+        print(f"qwen3-asr-server: error: {exc}", file=sys.stderr)
+        return 1
     server = serving.Server(serving.config(app, settings), app.state.asr.drain)
     server.run(sockets=[sock])
     if failure:

@@ -19,15 +19,17 @@ T = TypeVar("T")
 
 
 def disable_telemetry() -> None:
-    """ONNX Runtime 1.32 on Linux, once imported, writes a device id and an event database
-    under ~/.cache/Microsoft and a `.ses` file in the temp folder, for Microsoft's telemetry,
-    unless ORT_DISABLE_TELEMETRY is set first. A self-hosted server sends nothing anywhere; an
-    operator who wants it on can set the variable to 0.
+    """Telemetry off. ONNX Runtime 1.32 on Linux, once imported, writes a device id and an
+    event database under ~/.cache/Microsoft and a `.ses` file in the temp folder, for
+    Microsoft's telemetry, unless ORT_DISABLE_TELEMETRY is set first; pyannote.audio 4 reports
+    each pipeline run unless PYANNOTE_METRICS_ENABLED is false. A self-hosted server sends
+    nothing anywhere; an operator who wants either on can set its variable.
 
     Called by the entry points before any thread starts: the models load in a worker thread,
     and setenv there would race getenv in the others (which can crash glibc).
     """
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")
 
 
 def session(name: str) -> Any:

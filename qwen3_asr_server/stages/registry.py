@@ -7,7 +7,7 @@ from collections.abc import Callable
 from ..backend.aligner import Aligner
 from ..settings import Settings
 from ..silero import SpeechModel
-from ..speakers.diarize import Diarizer
+from ..speakers.diarize import SpeakerFinder
 from .speakers import SpeakerAttribution
 from .stage import Stage
 from .words import WordAlignment
@@ -17,7 +17,7 @@ def every(
     settings: Settings,
     aligner: Aligner | None,
     speech: Callable[[], SpeechModel],
-    diarizer: Diarizer | None,
+    diarizer: SpeakerFinder | None,
 ) -> tuple[Stage, ...]:
     """Word times first: speakers are then given to the words too."""
     return (

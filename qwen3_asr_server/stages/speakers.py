@@ -16,7 +16,7 @@ from ..audio import Audio
 from ..protocol.form import AudioRequest
 from ..segmentation import Span
 from ..silero import Probabilities, SpeechModel
-from ..speakers.diarize import Diarizer, Known
+from ..speakers.diarize import Known, SpeakerFinder
 from ..transcription.pieces import Cuts
 from ..transcription.transcript import Transcript
 
@@ -25,7 +25,7 @@ class SpeakerAttribution:
     provides = frozenset({"speakers"})
     max_seconds = None
 
-    def __init__(self, diarizer: Diarizer | None, speech: Callable[[], SpeechModel]) -> None:
+    def __init__(self, diarizer: SpeakerFinder | None, speech: Callable[[], SpeechModel]) -> None:
         self.diarizer = diarizer  # None: --diarizer none, and the catalog refuses the model
         self.speech = speech
 

@@ -23,6 +23,7 @@ from .. import networks
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
+from ..errors import LaunchError
 from ..metrics import Metrics
 from ..serving import server as serving
 from ..settings import Settings, parse_args
@@ -91,12 +92,16 @@ def main(argv: Sequence[str]) -> None:
         sys.exit(1)
     serving.return_freed_memory()
     table = Table(directory / FILE_NAME, settings.workers)
-    app = create_app(
-        settings,
-        vllm_args,
-        backends=backends(settings, vllm_args, table, index, directory),
-        wyoming=wyoming,
-    )
+    try:
+        app = create_app(
+            settings,
+            vllm_args,
+            backends=backends(settings, vllm_args, table, index, directory),
+            wyoming=wyoming,
+        )
+    except LaunchError as exc:  # the diarizer --diarizer names cannot load
+        logging.getLogger(__name__).error("%s", exc)
+        sys.exit(1)
     _WorkerServer(app, settings, table, index).run(sockets=[sock])
 
 

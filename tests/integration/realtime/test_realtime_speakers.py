@@ -5,22 +5,13 @@ against the real diarizer and the stand-in for vLLM. One session, asserted on in
 from __future__ import annotations
 
 import asyncio
-import base64
-from typing import Any
 
-import orjson
 import pytest
-from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
-from websockets.asyncio.client import connect
 
-from qwen3_asr_server.catalog import DIARIZE
-from tests.fixtures.conversations import RATE, Conversation, check_speakers, conversation
+from tests.fixtures.conversations import Conversation, check_speakers, conversation
 from tests.fixtures.harness import MODEL, LiveServer
+from tests.fixtures.realtime_speakers import Event, segments, session, started
 from tests.fixtures.standin import StandIn
-
-Event = dict[str, Any]
-Segment = ConversationItemInputAudioTranscriptionSegment
-CHUNK = 3200  # bytes of 16-bit PCM: 0.1 s, as a microphone sends it
 
 
 @pytest.fixture(scope="module")
@@ -35,57 +26,9 @@ def events(talk: Conversation) -> list[Event]:
     server = LiveServer(StandIn(MODEL, describe=True))
     try:
         url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
-        return asyncio.run(_session(url, talk))
+        return asyncio.run(session(url, talk))
     finally:
         server.stop()
-
-
-async def _session(url: str, talk: Conversation) -> list[Event]:
-    """The conversation and a second of silence after it, in 0.1 s chunks; the events until
-    the last utterance is transcribed."""
-    audio = {"format": {"type": "audio/pcm", "rate": RATE}, "transcription": {"model": DIARIZE}}
-    update = {
-        "type": "session.update",
-        "session": {"type": "transcription", "audio": {"input": audio}},
-    }
-    pcm = talk.samples.tobytes() + bytes(2 * RATE)
-    events: list[Event] = []
-    async with connect(url) as ws:
-        await ws.recv()  # session.created
-        await ws.send(orjson.dumps(update).decode())
-        for start in range(0, len(pcm), CHUNK):
-            chunk = base64.b64encode(pcm[start : start + CHUNK]).decode()
-            append = {"type": "input_audio_buffer.append", "audio": chunk}
-            await ws.send(orjson.dumps(append).decode())
-        async with asyncio.timeout(60):
-            while not _through(events, round(talk.truth[-1].end * 1000)):
-                events.append(orjson.loads(await ws.recv()))
-    return events
-
-
-def _through(events: list[Event], last_end_ms: int) -> bool:
-    """Speech has stopped after the last turn, and every utterance is transcribed."""
-    stopped = [e for e in events if e["type"] == "input_audio_buffer.speech_stopped"]
-    done = [e for e in events if e["type"].endswith("transcription.completed")]
-    heard_all = bool(stopped) and stopped[-1]["audio_end_ms"] >= last_end_ms
-    return heard_all and len(done) == len(stopped)
-
-
-def started(events: list[Event]) -> dict[str, float]:
-    """Where each utterance (item) starts in the session's audio, in seconds."""
-    return {
-        e["item_id"]: e["audio_start_ms"] / 1000
-        for e in events
-        if e["type"] == "input_audio_buffer.speech_started"
-    }
-
-
-def segments(events: list[Event]) -> list[Segment]:
-    return [
-        Segment.model_validate(e)
-        for e in events
-        if e["type"] == "conversation.item.input_audio_transcription.segment"
-    ]
 
 
 def test_each_utterance_gets_segment_events(events: list[Event]) -> None:
