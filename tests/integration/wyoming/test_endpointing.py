@@ -12,6 +12,7 @@ import pytest
 from wyoming.asr import Transcribe, Transcript, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
 from wyoming.ping import Ping, Pong
 
 from qwen3_asr_server.wyoming.endpoint import MAX_SPEECH_SECONDS, QUIET_SECONDS
@@ -54,14 +55,23 @@ async def chunks(client: AsyncTcpClient, pcm: bytes) -> None:
         await client.write_event(AudioChunk(RATE, 2, 1, pcm[start : start + step]).event())
 
 
-def heard(events: list) -> float:
+def heard(events: list[Event]) -> float:
     """The seconds of audio the command was transcribed with (the stand-in's answer)."""
     text = Transcript.from_event(events[-1]).text
     return float(text.removeprefix("Heard ").removesuffix(" s."))
 
 
+@pytest.mark.parametrize(
+    "then",
+    [
+        [AudioStop().event()],
+        [],  # the next command's transcribe
+        [AudioStart(rate=RATE, width=2, channels=1).event()],
+    ],
+    ids=["audio-stop", "transcribe", "audio-start"],
+)
 async def test_a_satellite_that_never_stops_is_answered_after_its_pause(
-    wyoming: Wyoming,
+    wyoming: Wyoming, then: list[Event]
 ) -> None:
     before = wyoming.counted("ok")
     async with wyoming.client() as client:
@@ -69,7 +79,8 @@ async def test_a_satellite_that_never_stops_is_answered_after_its_pause(
         events = await answer(client)  # no audio-stop was sent: the pause ended it
         # the satellite streams on until it reads the transcript, then stops: dropped
         await chunks(client, bytes(RATE))
-        await client.write_event(AudioStop().event())
+        for event in then:
+            await client.write_event(event)
         await send_command(client, tone(1.0), language=None)
         after = await answer(client)
     assert TranscriptStart.is_type(events[0].type)
