@@ -1,10 +1,11 @@
 """Silero VAD: the probability that each 32 ms window of 16 kHz audio holds speech.
 
-One neural network serves both places the server looks for pauses: Realtime turn detection
-(`realtime/vad`, window by window as the audio arrives) and the cuts in long uploads
-(`segmentation`, a whole recording at once). Frame energy against a level, which both used
-before, heard noise at 20 dB SNR as endless speech and put a quarter of its cuts inside
-sentences there; Silero finds the pauses clean and in noise down to 5 dB SNR (see the README).
+One neural network serves every place the server looks for pauses: Realtime turn detection
+and the end of a Wyoming command (`realtime/vad`, window by window as the audio arrives) and
+the cuts in long uploads (`segmentation`, a whole recording at once). Frame energy against a
+level, which turns and cuts used before, heard noise at 20 dB SNR as endless speech and put a
+quarter of its cuts inside sentences there; Silero finds the pauses clean and in noise down to
+5 dB SNR (see the README).
 
 A whole recording is judged as many streams side by side: it is cut into chunks that run as
 one batch through the network, each chunk primed with the second of audio before it. ONNX

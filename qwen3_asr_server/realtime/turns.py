@@ -13,9 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-import numpy as np
-import numpy.typing as npt
-
 from ..audio import RATE, Audio, Resampler
 from ..errors import EventError
 from ..protocol.realtime import ServerVad, SessionConfig
@@ -24,15 +21,12 @@ from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .live import Live
 from .server_events import Send
-from .vad import SpeechDetector, SpeechStarted, SpeechStopped, VadEvent
+from .vad import SpeechDetector, SpeechStarted, SpeechStopped
 from .worker import Utterance
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
 TAIL_SECONDS = 0.15  # audio kept after the last speech window, as segmentation pads its spans
-# Silero's windows judged in the event loop (~0.15 ms each here); a longer append is judged in
-# a thread, so that one client's 10 s of audio does not hold up every other session.
-INLINE_WINDOWS = 8
 
 
 class Turns:
@@ -94,7 +88,7 @@ class Turns:
         self._buffer.append(samples)
         if self.config.turn_detection is None:
             return
-        changes = await self._detect(samples)
+        changes = await self._detector.hear(samples)
         if self.closing:  # settled while a thread judged it: no utterance may begin
             return
         for change in changes:
@@ -131,11 +125,6 @@ class Turns:
         self._item_id = None
         self.quiet.set()
         self._detector = self._new_detector(start=heard)
-
-    async def _detect(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
-        if self._detector.windows_in(len(samples)) > INLINE_WINDOWS:
-            return await asyncio.to_thread(self._detector.feed, samples)
-        return self._detector.feed(samples)
 
     async def _on_vad(self, change: SpeechStarted | SpeechStopped) -> None:
         if isinstance(change, SpeechStarted):

@@ -1,10 +1,12 @@
-"""Streaming voice activity detection for Realtime transcription (OpenAI's `server_vad`).
+"""Streaming voice activity detection for Realtime transcription (OpenAI's `server_vad`) and
+for the end of a Wyoming command (`wyoming/endpoint`).
 
-A session feeds 16 kHz mono int16 chunks of any size to `SpeechDetector.feed` and gets the
-events they completed, in order. Positions are sample indices from the start of the stream and
-depend only on the audio, never on how it was chunked. Each event also says which audio to send
-to the model (OpenAI's `audio_start_ms` / `audio_end_ms`): utterances never overlap, and the
-audio between them is silence nobody needs, so a caller may drop audio before `keep_from`.
+A session feeds 16 kHz mono int16 chunks of any size to `SpeechDetector.feed` (from the event
+loop: `hear`) and gets the events they completed, in order. Positions are sample indices from
+the start of the stream and depend only on the audio, never on how it was chunked. Each event
+also says which audio to send to the model (OpenAI's `audio_start_ms` / `audio_end_ms`):
+utterances never overlap, and the audio between them is silence nobody needs, so a caller may
+drop audio before `keep_from`.
 
 Judged by Silero VAD, a small neural network that gives every 32 ms window the probability
 that it holds speech: frame energy against a fixed level heard noise at 20 dB SNR as endless
@@ -21,6 +23,7 @@ and a few counters; the model itself is loaded once per process (`SpeechModel`) 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +32,10 @@ import numpy.typing as npt
 from ..audio import RATE
 from ..segmentation import MIN_SPEECH_SECONDS
 from ..silero import CONTEXT, FULL_SCALE, NEGATIVE_MARGIN, WINDOW, SpeechModel
+
+# Silero's windows judged in the event loop (~0.15 ms each here); a longer chunk is judged in a
+# thread, so that one client's 10 s of audio does not hold up every other session.
+INLINE_WINDOWS = 8
 
 
 @dataclass(frozen=True)
@@ -115,8 +122,8 @@ class SpeechDetector:
         return self._start_at + self._frames * self._frame
 
     def windows_in(self, samples: int) -> int:
-        """How many windows the model runs if `samples` more are fed: a caller's measure of
-        whether `feed` is quick enough for the event loop."""
+        """How many windows the model runs if `samples` more are fed: whether `feed` is quick
+        enough for the event loop."""
         return (len(self._tail) + samples) // self._frame
 
     def feed(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
@@ -141,6 +148,13 @@ class SpeechDetector:
             self._frames += 1
             self._judge(probability, events)
         return events
+
+    async def hear(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
+        """`feed` from the event loop: in a thread when the chunk holds more than
+        INLINE_WINDOWS windows. One call at a time: the detector's state is not shared."""
+        if self.windows_in(len(samples)) > INLINE_WINDOWS:
+            return await asyncio.to_thread(self.feed, samples)
+        return self.feed(samples)
 
     def flush(self) -> list[VadEvent]:
         """End the speech in progress now (the client committed): its audio ends with the last

@@ -2,11 +2,13 @@
 
 Each chunk says its own format (rate, width, channels); it is converted as it arrives, with
 the resampler the Realtime API uses (`audio.Resampler`), one per format, so a command holds
-only its 16 kHz samples. What a client may not send is a `Refusal`, which the handler answers
-with an `error` event.
+only its 16 kHz samples, and listened to for the command's end (`endpoint`). What a client
+may not send is a `Refusal`, which the handler answers with an `error` event.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -16,9 +18,12 @@ from wyoming.audio import AudioChunk
 from ..audio import MAX_RATE, MIN_RATE, Audio, Resampler, describe_seconds
 from ..catalog import Catalog
 from ..languages import SUPPORTED, Language, named
+from ..silero import SpeechModel
+from .endpoint import Endpoint
 
-# A voice command lasts seconds. Its audio is held until `audio-stop`, and Wyoming has no
+# A voice command lasts seconds. Its audio is held until its end, and Wyoming has no
 # authentication, so the server bounds it far below --max-audio-seconds: 5 minutes are 9.6 MB.
+# (The endpoint's bounds end a command sooner, unless one chunk holds more than they do.)
 MAX_SECONDS = 300.0
 
 
@@ -51,7 +56,12 @@ class Command:
     with the language detected, as wyoming-faster-whisper does (Home Assistant always sends
     it first)."""
 
-    def __init__(self, catalog: Catalog, transcribe: Transcribe | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        speech: Callable[[], SpeechModel],
+        transcribe: Transcribe | None = None,
+    ) -> None:
         self.language: Language | None = None
         if transcribe is not None:
             self.language = language_of(transcribe.language)
@@ -62,9 +72,16 @@ class Command:
         self._format = (0, 0, 0)  # the chunks' rate, width and channels the resampler takes
         self._parts: list[npt.NDArray[np.int16]] = []
         self._seconds = 0.0  # of audio received
+        self._endpoint = Endpoint(speech, transcribe.vad_sensitivity if transcribe else None)
 
-    def add(self, chunk: AudioChunk) -> None:
-        """A chunk's audio, converted; a Refusal for a format or a length it cannot have."""
+    async def hear(self, chunk: AudioChunk) -> bool:
+        """`add` a chunk and listen to it: True once the command's end is heard (its audio
+        ends there, and what comes after it is not the command's)."""
+        return await self._endpoint.hear(self.add(chunk))
+
+    def add(self, chunk: AudioChunk) -> npt.NDArray[np.int16]:
+        """A chunk's audio, converted and kept (returned too); a Refusal for a format or a
+        length it cannot have."""
         width, channels = chunk.width, chunk.channels
         if (
             width not in Resampler.FORMATS
@@ -92,10 +109,13 @@ class Command:
         if self._resampler is None or self._format != (chunk.rate, width, channels):
             self._format = (chunk.rate, width, channels)
             self._resampler = Resampler(chunk.rate, width, channels)
-        self._parts.append(self._resampler(chunk.audio))
+        samples = self._resampler(chunk.audio)
+        self._parts.append(samples)
+        return samples
 
     def audio(self) -> Audio:
-        """The command's audio, 16 kHz mono (empty when no chunk came)."""
+        """The command's audio, 16 kHz mono, up to its end when one was heard (empty when no
+        chunk came)."""
         if not self._parts:
             return Audio(np.zeros(0, dtype=np.int16))
-        return Audio(np.concatenate(self._parts))
+        return Audio(np.concatenate(self._parts)[: self._endpoint.end])

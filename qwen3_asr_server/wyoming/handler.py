@@ -1,9 +1,12 @@
 """One Wyoming connection: `describe` and `ping` answered, `transcribe` commands carried out.
 
 A command is `transcribe` (optional), `audio-start`, `audio-chunk`s, `audio-stop`; it is
-transcribed after `audio-stop` through the transcription service (as a Realtime utterance
-is: the same admission, metrics and log), answered with `transcript-start`, a
-`transcript-chunk` per piece of text as vLLM writes it, `transcript-stop`, then `transcript`.
+transcribed after `audio-stop`, or as soon as its end is heard in its audio (`endpoint`),
+through the transcription service (as a Realtime utterance is: the same admission, metrics
+and log), answered with `transcript-start`, a `transcript-chunk` per piece of text as vLLM
+writes it, `transcript-stop`, then `transcript`. A command answered at its end heard is still
+streamed by the satellite until it reads the transcript: those chunks and the `audio-stop`
+after them are read and dropped, and a `transcribe` or `audio-start` begins the next command.
 A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
 Anything that ends a command without a transcript (a bad event, a busy or loading model, the
 drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
@@ -46,6 +49,7 @@ class Handler(AsyncEventHandler):
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
         self.dropping = False  # a command refused: its events are dropped until audio-stop
+        self.answered = False  # a command answered at its end heard: its chunks are dropped
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
@@ -54,6 +58,10 @@ class Handler(AsyncEventHandler):
         if Ping.is_type(event.type):  # a client checking the connection is alive
             await self.write_event(Pong(text=Ping.from_event(event).text).event())
             return True
+        if self.answered and (AudioChunk.is_type(event.type) or AudioStop.is_type(event.type)):
+            self.answered = not AudioStop.is_type(event.type)
+            return True
+        self.answered = False
         if self.dropping and not Transcribe.is_type(event.type):
             self.dropping = not AudioStop.is_type(event.type)
             return True
@@ -65,7 +73,10 @@ class Handler(AsyncEventHandler):
             elif AudioStart.is_type(event.type) and self.command is None:
                 self._begin(None)
             elif AudioChunk.is_type(event.type):
-                self._command().add(_chunk(event))
+                command = self._command()
+                if await command.hear(_chunk(event)):
+                    self.answered = True  # what the satellite still sends of it is dropped
+                    return await self._answer(command)
             elif AudioStop.is_type(event.type):
                 return await self._answer(self._command())
         except Refusal as exc:
@@ -92,7 +103,7 @@ class Handler(AsyncEventHandler):
                 "The server is shutting down; retry shortly (another instance may answer).",
                 outcome="busy",
             )
-        command = Command(self.state.catalog, transcribe)
+        command = Command(self.state.catalog, self.state.speech_model, transcribe)
         self.state.drain.enter()
         self.command = command
         self.request_id = secrets.token_hex(16)

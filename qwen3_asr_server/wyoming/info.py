@@ -14,9 +14,9 @@ SERVER = Attribution(name="qwen3-asr-server", url="https://github.com/malaiwah/q
 
 def info(settings: Settings) -> Info:
     """The program and its one model. Languages are the ISO codes Home Assistant lists and
-    sends back in `transcribe`. Endpointing is the client's (`requires_external_vad`): the
-    server transcribes what comes between `audio-start` and `audio-stop`. The text is streamed
-    (`transcript-chunk`) as vLLM writes it."""
+    sends back in `transcribe`. Endpointing is the server's too (`requires_external_vad`
+    false): a command ends at `audio-stop` or at the pause heard after its speech
+    (`endpoint`). The text is streamed (`transcript-chunk`) as vLLM writes it."""
     model = AsrModel(
         name=settings.served_name,
         description=f"Qwen3-ASR ({settings.model}) on vLLM",
@@ -33,6 +33,6 @@ def info(settings: Settings) -> Info:
         version=__version__,
         models=[model],
         supports_transcript_streaming=True,
-        requires_external_vad=True,
+        requires_external_vad=False,
     )
     return Info(asr=[program])

@@ -9,12 +9,15 @@ from wyoming.audio import AudioChunk
 
 from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.languages import SUPPORTED
+from qwen3_asr_server.networks import Shared
 from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.silero import SpeechModel
 from qwen3_asr_server.wyoming import command
 from qwen3_asr_server.wyoming.command import Command, Refusal, language_of
 from qwen3_asr_server.wyoming.info import info
 
 CATALOG = Catalog("tiny", ["whisper-1"], 0.0)
+SPEECH = Shared(SpeechModel)
 
 
 def _tone(seconds: float, rate: int) -> np.ndarray:
@@ -34,7 +37,7 @@ def _pcm(signal: np.ndarray, width: int, channels: int) -> bytes:
 @pytest.mark.parametrize("width", [1, 2, 4])
 @pytest.mark.parametrize(("rate", "channels"), [(16000, 1), (22050, 2), (48000, 6), (8000, 1)])
 def test_any_format_becomes_16khz_mono(rate: int, width: int, channels: int) -> None:
-    heard = Command(CATALOG)
+    heard = Command(CATALOG, SPEECH)
     pcm = _pcm(_tone(1.0, rate), width, channels)
     step = rate // 10 * width * channels
     for start in range(0, len(pcm), step):
@@ -47,7 +50,7 @@ def test_any_format_becomes_16khz_mono(rate: int, width: int, channels: int) -> 
 
 
 def test_a_change_of_format_midway_is_followed() -> None:
-    heard = Command(CATALOG)
+    heard = Command(CATALOG, SPEECH)
     heard.add(AudioChunk(16000, 2, 1, _pcm(_tone(0.5, 16000), 2, 1)))
     heard.add(AudioChunk(44100, 2, 2, _pcm(_tone(0.5, 44100), 2, 2)))
     assert abs(heard.audio().duration - 1.0) < 0.01
@@ -66,13 +69,13 @@ def test_a_change_of_format_midway_is_followed() -> None:
 )
 def test_audio_it_cannot_read_is_refused(chunk: AudioChunk, code: str) -> None:
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG).add(chunk)
+        Command(CATALOG, SPEECH).add(chunk)
     assert refused.value.code == code
 
 
 def test_audio_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(command, "MAX_SECONDS", 1.0)
-    heard = Command(CATALOG)
+    heard = Command(CATALOG, SPEECH)
     heard.add(AudioChunk(16000, 2, 1, bytes(32000)))
     with pytest.raises(Refusal) as refused:
         heard.add(AudioChunk(16000, 2, 1, b"\0\0"))
@@ -80,7 +83,7 @@ def test_audio_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_no_audio_is_an_empty_recording() -> None:
-    assert Command(CATALOG).audio().duration == 0
+    assert Command(CATALOG, SPEECH).audio().duration == 0
 
 
 @pytest.mark.parametrize(
@@ -104,12 +107,14 @@ def test_languages_are_codes_names_or_locales(asked: str | None, code: str | Non
 
 def test_an_unknown_language_or_model_is_refused() -> None:
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG, Transcribe(language="tlh"))
+        Command(CATALOG, SPEECH, Transcribe(language="tlh"))
     assert refused.value.code == "unsupported-language"
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG, Transcribe(name="large-v3"))
+        Command(CATALOG, SPEECH, Transcribe(name="large-v3"))
     assert refused.value.code == "model-not-found"
-    assert Command(CATALOG, Transcribe(name="whisper-1", language="de")).language is not None
+    assert (
+        Command(CATALOG, SPEECH, Transcribe(name="whisper-1", language="de")).language is not None
+    )
 
 
 def test_info_lists_the_served_model_and_every_language() -> None:
@@ -118,4 +123,4 @@ def test_info_lists_the_served_model_and_every_language() -> None:
     assert model.name == "qwen3-asr"
     assert model.languages == [language.code for language in SUPPORTED]
     assert program.supports_transcript_streaming
-    assert program.requires_external_vad
+    assert not program.requires_external_vad  # the server hears where a command ends
