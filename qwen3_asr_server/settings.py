@@ -13,6 +13,7 @@ import os
 import shlex
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -23,6 +24,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from . import prompt
 
 ENV_PREFIX = "QWEN3_ASR_"
 MIB = 1 << 20  # the unit of the *_mb settings
@@ -230,6 +233,32 @@ class Settings(BaseSettings):
         description="Interface the Wyoming port listens on: loopback by default, since anyone "
         "who reaches it can use the model (no --api-key there).",
     )
+    wyoming_prompt: str | None = Field(
+        None,
+        description="Context for the model in every Wyoming command: names, terms, a topic "
+        "(as the HTTP API's `prompt`).",
+    )
+    wyoming_keywords: Annotated[list[str], NoDecode] = Field(
+        [],
+        description="Comma-separated words or names to expect in every Wyoming command (as "
+        "the HTTP API's `keywords`).",
+    )
+    hass_url: str | None = Field(
+        None,
+        description="Home Assistant's URL (`http://homeassistant.local:8123`): its entity, "
+        "area and floor names go into the context of Wyoming commands (needs --hass-token).",
+    )
+    hass_token: SecretStr | None = Field(
+        None,
+        description="A long-lived access token of a Home Assistant user, for --hass-url; "
+        "better given as the environment variable than as a flag.",
+    )
+    hass_max_tokens: int = Field(
+        512,
+        gt=0,
+        description="Most tokens of Home Assistant names in a Wyoming command's context "
+        "(estimated at one token per 3 bytes); past it the last tiers are left out.",
+    )
     ui: bool = Field(
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
@@ -241,14 +270,14 @@ class Settings(BaseSettings):
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )
 
-    @field_validator("model_aliases", "allowed_origins", mode="before")
+    @field_validator("model_aliases", "allowed_origins", "wyoming_keywords", mode="before")
     @classmethod
     def _split_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
-    @field_validator("api_key", "backend_api_key", mode="before")
+    @field_validator("api_key", "backend_api_key", "hass_token", mode="before")
     @classmethod
     def _empty_key_is_no_key(cls, value: Any) -> Any:
         """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""
@@ -256,7 +285,7 @@ class Settings(BaseSettings):
             return None
         return value
 
-    @field_validator("backend_url", "aligner_url")
+    @field_validator("backend_url", "aligner_url", "hass_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
@@ -277,6 +306,29 @@ class Settings(BaseSettings):
     def _two_ports(self) -> Settings:
         if self.wyoming_port is not None and self.wyoming_port == self.port:
             raise ValueError("--wyoming-port must differ from --port (the HTTP API's)")
+        return self
+
+    @model_validator(mode="after")
+    def _home_assistant(self) -> Settings:
+        if self.hass_url is None:
+            return self
+        if urlsplit(self.hass_url).scheme not in ("http", "https"):
+            raise ValueError("--hass-url must be an http:// or https:// URL")
+        if self.hass_token is None:
+            raise ValueError("--hass-url needs --hass-token (QWEN3_ASR_HASS_TOKEN)")
+        if self.wyoming_port is None:
+            raise ValueError("--hass-url biases Wyoming commands: it needs --wyoming-port")
+        return self
+
+    @model_validator(mode="after")
+    def _wyoming_context_fits(self) -> Settings:
+        found = prompt.context(self.wyoming_prompt, self.wyoming_keywords)
+        size = len((found or "").encode())
+        limit = prompt.context_limit(self.max_model_len, self.segment_seconds)
+        if size > limit:
+            raise ValueError(
+                "--wyoming-prompt, --wyoming-keywords: " + prompt.context_too_long(size, limit)
+            )
         return self
 
     @property

@@ -35,16 +35,22 @@ from ..errors import APIError
 from ..state import AppState
 from .command import Command, Refusal
 from .info import info
+from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
 
 class Handler(AsyncEventHandler):
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: AppState
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        state: AppState,
+        vocabulary: Vocabulary,
     ) -> None:
         super().__init__(reader, writer)
         self.state = state
+        self.vocabulary = vocabulary  # the context every command is transcribed with
         self.command: Command | None = None
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
@@ -158,7 +164,8 @@ class Handler(AsyncEventHandler):
             return
         service = self.state.transcription
         self.state.upstream.check_ready()  # a 503 while vLLM loads or restarts
-        options = service.options(language=command.language, context=None, logprobs=False)
+        context = self.vocabulary.context
+        options = service.options(language=command.language, context=context, logprobs=False)
         stream = await service.utterance(spoken, options, self.request_id)
         try:
             await stream.start()

@@ -3,7 +3,9 @@
 The socket is bound by `main` (or a worker) before vLLM is launched, as the HTTP one is, so
 a busy port costs only a message. The listener accepts from the start of the lifespan to its
 end: the drain (`serving.drain`) runs before that end, so a command in flight finishes and a
-new one is refused with an `error` event; then every connection left is closed.
+new one is refused with an `error` event; then every connection left is closed. The
+listener owns the commands' context (`vocabulary`) and, with `--hass-url`, the connection
+that follows Home Assistant's names into it (`hass`), for as long as it listens.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import socket
 
 from ..state import AppState
 from .handler import Handler
+from .hass import HomeAssistant
+from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,13 @@ class Listener:
         self.state = state
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Handler] = {}
+        settings = state.settings
+        self.vocabulary = Vocabulary(settings, state.policy.context_limit)
+        self.home: HomeAssistant | None = None
+        if settings.hass_url and settings.hass_token:
+            self.home = HomeAssistant(
+                settings.hass_url, settings.hass_token, self.vocabulary.update
+            )
 
     async def start(self) -> None:
         """Listen, as `asyncio.start_server` does, with a `BoundedReader` per connection."""
@@ -54,9 +65,14 @@ class Listener:
         )
         host, port = self.sock.getsockname()[:2]
         logger.info("Wyoming protocol on tcp://%s:%d (no authentication)", host, port)
+        if self.home is not None:
+            self.home.start()
 
     async def close(self) -> None:
-        """Stop accepting, close every connection and wait until their handlers are done."""
+        """Stop accepting and following Home Assistant, close every connection and wait until
+        their handlers are done."""
+        if self.home is not None:
+            await self.home.stop()
         if self._server is not None:
             self._server.close()
         for handler in list(self._connections.values()):
@@ -72,7 +88,7 @@ class Listener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        handler = Handler(reader, writer, self.state)
+        handler = Handler(reader, writer, self.state, self.vocabulary)
         self._connections[task] = handler
         try:
             with contextlib.suppress(OSError):  # a client gone: nothing more to say to it

@@ -64,6 +64,25 @@ def test_flags_env_and_their_precedence(monkeypatch: pytest.MonkeyPatch) -> None
     assert parse_args(["--model", "cli"])[0].model == "cli"
 
 
+def test_wyoming_keywords_and_the_home_assistant_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QWEN3_ASR_HASS_TOKEN", "secret-token")
+    settings, _ = parse_args(
+        [
+            "--wyoming-port",
+            "10300",
+            "--wyoming-keywords",
+            "Ecobee, Nanit ,",
+            "--hass-url",
+            "http://ha:8123/",
+        ]
+    )
+    assert settings.wyoming_keywords == ["Ecobee", "Nanit"]
+    assert settings.hass_url == "http://ha:8123"
+    assert settings.hass_token is not None
+    assert settings.hass_token.get_secret_value() == "secret-token"
+    assert "secret-token" not in repr(settings)
+
+
 def test_backend_url_loses_its_trailing_slash() -> None:
     assert parse_args(["--backend-url", "http://gpu:8000/"])[0].backend_url == "http://gpu:8000"
 
@@ -78,6 +97,13 @@ def test_backend_url_loses_its_trailing_slash() -> None:
         (["--aligner-vllm-args=--dtype 'float32"], "--aligner-vllm-args: No closing quotation"),
         (["--wyoming-port", "8000"], "--wyoming-port must differ from --port"),
         (["--wyoming-port", "0"], "--wyoming-port: Input should be greater than or equal to 1"),
+        (["--wyoming-prompt", "é" * 2000], "--wyoming-prompt, --wyoming-keywords: The prompt"),
+        (["--hass-url", "http://ha:8123"], "--hass-url needs --hass-token"),
+        (["--hass-url", "ha:8123", "--hass-token", "t"], "--hass-url must be an http://"),
+        (
+            ["--hass-url", "http://ha:8123", "--hass-token", "t"],
+            "--hass-url biases Wyoming commands: it needs",
+        ),
     ],
 )
 def test_invalid_values_are_a_usage_error_naming_the_flag(
