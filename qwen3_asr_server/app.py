@@ -48,6 +48,7 @@ from .state import AppState
 from .transcription.budget import AudioBudget, LocalLedger, budget_seconds
 from .transcription.service import TranscriptionService
 from .ui import routes as ui
+from .wyoming import discovery
 from .wyoming.listener import Listener
 
 logger = logging.getLogger(__name__)
@@ -167,7 +168,8 @@ def create_app(
 
     A worker process of `--workers N` passes `backends`: the main process's, which it only
     reads (see `workers`); otherwise the app runs supervisors of its own in its lifespan.
-    `wyoming`: the bound socket of `--wyoming-port`, served for the app's lifespan.
+    `wyoming`: the bound socket of `--wyoming-port`, served for the app's lifespan, and
+    advertised (`--wyoming-zeroconf`) by the one process of the default `--workers 1` only.
     """
     parts = backends or own_backends(settings, vllm_args, on_fatal)
     state = app_state(settings, parts)
@@ -179,8 +181,11 @@ def create_app(
         listener = Listener(wyoming, state) if wyoming is not None else None
         if listener is not None:
             await listener.start()
+        # a worker's port is advertised by its main process (`workers.manager`)
+        advertised = discovery.advertised(settings) if backends is None else None
         try:
-            yield
+            async with advertised or contextlib.nullcontext():
+                yield
         finally:
             if listener is not None:
                 await listener.close()

@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from . import prompt
+from .wyoming import discovery
 
 ENV_PREFIX = "QWEN3_ASR_"
 MIB = 1 << 20  # the unit of the *_mb settings
@@ -259,6 +260,14 @@ class Settings(BaseSettings):
         description="Most tokens of Home Assistant names in a Wyoming command's context "
         "(estimated at one token per 3 bytes); past it the last tiers are left out.",
     )
+    wyoming_zeroconf: str | None = Field(
+        None,
+        min_length=1,
+        max_length=63,
+        description="Advertise the Wyoming port over zeroconf (mDNS, `_wyoming._tcp`) under "
+        "this name, for Home Assistant to discover (off by default; the bare flag: "
+        "qwen3-asr-HOSTNAME). Needs --wyoming-host 0.0.0.0 or a LAN address.",
+    )
     ui: bool = Field(
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
@@ -331,6 +340,15 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _advertised_port(self) -> Settings:
+        if self.wyoming_zeroconf is None:
+            return self
+        if self.wyoming_port is None:
+            raise ValueError("--wyoming-zeroconf advertises --wyoming-port: give that too")
+        discovery.advertised_address(self.wyoming_host)  # a ValueError when it cannot be
+        return self
+
     @property
     def served_name(self) -> str:
         return self.served_model_name or self.model
@@ -395,12 +413,24 @@ def parse_args(argv: Sequence[str]) -> tuple[Settings, list[str]]:
         "here are passed to vLLM unchanged (e.g. --enforce-eager, --tensor-parallel-size 2).",
     )
     cli: CliSettingsSource[Settings] = CliSettingsSource(Settings, root_parser=parser)
-    namespace, vllm_args = parser.parse_known_args(list(argv))
+    namespace, vllm_args = parser.parse_known_args(_named_zeroconf(argv))
     try:
         settings = Settings(_cli_settings_source=cli(parsed_args=namespace))  # type: ignore[call-arg]
     except ValidationError as exc:
         parser.error("; ".join(_problem(error) for error in exc.errors()))  # exits with 2
     return settings, vllm_args
+
+
+def _named_zeroconf(argv: Sequence[str]) -> list[str]:
+    """`argv` with a bare `--wyoming-zeroconf` (last, or before another flag) given the default
+    name: its NAME is optional, which a pydantic-settings flag cannot say."""
+    flag = "--wyoming-zeroconf"
+    return [
+        f"{flag}={discovery.default_name()}"
+        if arg == flag and (index + 1 == len(argv) or argv[index + 1].startswith("-"))
+        else arg
+        for index, arg in enumerate(argv)
+    ]
 
 
 def _problem(error: Any) -> str:

@@ -31,6 +31,7 @@ from ..metrics import Metrics
 from ..serving import budget
 from ..serving import server as serving
 from ..settings import Settings
+from ..wyoming import discovery
 from .table import Table
 
 logger = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ def run(
     `argv` is the server's command line, for the workers. `probe`, bound without
     SO_REUSEPORT, proved the port free (no other server listens there); it gives way to the
     workers' sockets. `wyoming`, the probe of `--wyoming-port`, gives way likewise: each
-    worker serves the Wyoming port too, on a socket of its own beside the others'.
+    worker serves the Wyoming port too, on a socket of its own beside the others'; this
+    process alone advertises it (`--wyoming-zeroconf`).
     """
     port = probe.getsockname()[1]  # the one the kernel chose, for --port 0
     probe.close()
@@ -131,7 +133,8 @@ class Manager:
             supervisor.start()
         watches = [asyncio.create_task(self._keep(index)) for index in range(len(self._workers))]
         try:
-            await self._done.wait()
+            async with discovery.advertised(self.settings):  # here: the workers come and go
+                await self._done.wait()
         finally:
             await self._stop_workers(watches)
             await asyncio.gather(*(supervisor.stop() for supervisor in supervisors))

@@ -138,10 +138,15 @@ def test_the_schema_check_can_fail() -> None:
 
 def test_checkov_finds_nothing_that_is_not_explained(tmp_path: Path) -> None:
     assert CHECKOV.exists(), "checkov is needed: scripts/test.sh installs it"
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
     for overlay in OVERLAYS:
-        (tmp_path / f"{overlay}.yaml").write_text(yaml.safe_dump_all(rendered(overlay)))
+        (manifests / f"{overlay}.yaml").write_text(yaml.safe_dump_all(rendered(overlay)))
+    (tmp_path / "wyoming").mkdir()  # and an overlay with every component, Wyoming's too
+    wyoming = with_wyoming(tmp_path / "wyoming", "gateway")
+    (manifests / "wyoming.yaml").write_text(yaml.safe_dump_all(wyoming))
     done = subprocess.run(
-        [str(CHECKOV), "-d", str(tmp_path), "--framework", "kubernetes", "--skip-download",
+        [str(CHECKOV), "-d", str(manifests), "--framework", "kubernetes", "--skip-download",
          "--output", "json"],
         capture_output=True,
         text=True,
@@ -439,3 +444,54 @@ def test_the_namespace_enforces_pod_security_restricted_and_the_pods_meet_it(
         assert context["capabilities"]["drop"] == ["ALL"]
         assert set(context["capabilities"].get("add", [])) <= {"NET_BIND_SERVICE"}
         assert all("hostPort" not in port for port in container.get("ports", []))
+
+
+# --- components/wyoming: Home Assistant's port, when an overlay asks for it --------------------
+
+WYOMING = 10300
+
+
+def with_wyoming(tmp_path: Path, overlay: str) -> tuple[Object, ...]:
+    return overlay_of_ones_own(
+        tmp_path,
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [../deploy/kubernetes/overlays/{overlay}]\n"
+        "components: [../deploy/kubernetes/components/wyoming]\n",
+    )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_wyoming_port_is_closed_unless_an_overlay_names_its_component(overlay: str) -> None:
+    assert not {name for name in env(overlay) if "WYOMING" in name}
+    assert [port["name"] for port in server_container(overlay)["ports"]] == ["http"]
+    assert [port["name"] for port in one(overlay, "Service")["spec"]["ports"]] == ["http"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_wyoming_component_serves_10300_in_the_cluster_to_the_clients_only(
+    tmp_path: Path, overlay: str
+) -> None:
+    objects = with_wyoming(tmp_path, overlay)
+    assert [r for r in validate(list(objects)) if r["error"]] == []
+    [container] = kind_in(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "http": 8000,
+        "wyoming": WYOMING,
+    }
+    variables = {e["name"]: e.get("value", "") for e in container["env"]}
+    mine = {name: value for name, value in variables.items() if "WYOMING" in name}
+    # the settings the server reads: its port, on the pod's interfaces (where the Service goes)
+    settings = Settings(**{name.removeprefix(ENV_PREFIX).lower(): v for name, v in mine.items()})
+    assert (settings.wyoming_port, settings.wyoming_host) == (WYOMING, "0.0.0.0")
+    assert {k: v for k, v in variables.items() if k not in mine} == env(overlay)
+    service = kind_in(objects, "Service")["spec"]
+    assert service["type"] == "ClusterIP"
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in service["ports"]} == {
+        "http": (8000, "http"),
+        "wyoming": (WYOMING, "wyoming"),
+    }
+    # the API's rule as the overlay has it; the port's own admits the base's clients alone
+    rules = kind_in(objects, "NetworkPolicy")["spec"]["ingress"]
+    assert rules[:-1] == one(overlay, "NetworkPolicy")["spec"]["ingress"]
+    assert rules[-1] == {"from": [CLIENT], "ports": [{"port": "wyoming", "protocol": "TCP"}]}
+    assert "components/wyoming" in (REPO / "README.md").read_text()

@@ -9,6 +9,7 @@ missing tool fails its test: it never skips.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -22,12 +23,14 @@ import pytest
 import yaml
 from packaging.version import Version
 
+from qwen3_asr_server.settings import Settings
 from tests.fixtures.process import import_script
 
 ROOT = Path(__file__).resolve().parents[2]
 dependency_floors = import_script("scripts/dependency_floors.py")
 CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE = ROOT / "docker-compose.yml"
+COMPOSE_WYOMING = ROOT / "deploy" / "compose" / "wyoming.yml"
 TESTS_WORKFLOW = ROOT / ".github" / "workflows" / "tests.yml"
 IMAGE_WORKFLOW = ROOT / ".github" / "workflows" / "image.yml"
 ACTIONLINT_VERSION = "1.6.0"
@@ -280,6 +283,40 @@ def test_compose_takes_secrets_from_the_environment() -> None:
     # passed through only when set: an empty QWEN_API_KEY would be a key no client has
     assert environment(services["asr"])["QWEN_API_KEY"] is None
     assert environment(services["tts"])["QWEN3_TTS_ASR_API_KEY"] == "${QWEN_API_KEY:-}"
+
+
+def merged(*overrides: Path, **variables: str) -> dict[str, Any]:
+    """docker-compose.yml with `overrides` on top, as compose merges them, with `variables` in
+    the environment: podman-compose's `config`, which with --dry-run needs no podman."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_BIND")}
+    files = [arg for path in (COMPOSE, *overrides) for arg in ("-f", str(path))]
+    done = run(tool("podman-compose"), "--dry-run", *files, "config", env={**env, **variables})
+    assert_passes(done)
+    config: dict[str, Any] = yaml.safe_load(done.stdout)
+    return config
+
+
+def test_the_wyoming_override_matches_the_compose_spec() -> None:
+    check = tool("check-jsonschema")
+    assert_passes(run(check, "--builtin-schema", "vendor.compose-spec", COMPOSE_WYOMING))
+
+
+def test_compose_publishes_the_wyoming_port_with_its_override_only_on_the_loopback() -> None:
+    assert "10300" not in json.dumps(merged()["services"]["asr"])  # closed unless asked for
+    asr = merged(COMPOSE_WYOMING)["services"]["asr"]
+    assert asr["ports"] == ["127.0.0.1:8000:8000", "127.0.0.1:10300:10300"]
+    variables = environment(asr)
+    settings = Settings(
+        wyoming_port=variables["QWEN3_ASR_WYOMING_PORT"],
+        wyoming_host=variables["QWEN3_ASR_WYOMING_HOST"],
+    )
+    # the server listens where the published port arrives: the container's every interface
+    assert (settings.wyoming_port, settings.wyoming_host) == (10300, "0.0.0.0")
+    assert environment(merged()["services"]["asr"]).items() <= variables.items()
+    opened = merged(COMPOSE_WYOMING, WYOMING_BIND="192.168.1.20")["services"]["asr"]["ports"]
+    assert opened == ["127.0.0.1:8000:8000", "192.168.1.20:10300:10300"]
+    readme = (ROOT / "README.md").read_text()
+    assert "-f docker-compose.yml -f deploy/compose/wyoming.yml up -d" in readme
 
 
 # --- .github/workflows -------------------------------------------------------------------------
