@@ -7,7 +7,7 @@ the backend series come from the main process's supervisors (`workers.view`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -20,6 +20,8 @@ from prometheus_client import (
 
 if TYPE_CHECKING:
     from .transcription.usage import Tokens
+
+Protocol = Literal["http", "realtime", "wyoming"]  # which API a transcription came by
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 # The backend series: (name, help), declared here for the supervisors' and the workers' views.
@@ -87,15 +89,23 @@ class Metrics:
             "Pieces of a recording transcribed (those planned, less those failed or left).",
             registry=self.registry,
         )
+        # protocol: "http" (uploads), "realtime" (utterances), "wyoming" (commands)
+        self.transcriptions = Counter(
+            "qwen3_asr_transcriptions",
+            "Transcriptions finished: uploads, Realtime utterances and Wyoming commands.",
+            ["protocol"],
+            registry=self.registry,
+        )
         self.audio_seconds = Counter(
             "qwen3_asr_audio_seconds",
             "Seconds of audio transcribed.",
+            ["protocol"],
             registry=self.registry,
         )
         self.tokens = Counter(
             "qwen3_asr_tokens",
             "Tokens the model read (kind=prompt, audio included) and wrote (kind=completion).",
-            ["kind"],
+            ["kind", "protocol"],
             registry=self.registry,
         )
 
@@ -140,11 +150,13 @@ class Metrics:
             registry=self.registry,
         )
 
-    def transcribed(self, seconds: float, tokens: Tokens) -> None:
-        """Count one finished transcription: an upload's, or a Realtime utterance's."""
-        self.audio_seconds.inc(seconds)
-        self.tokens.labels(kind="prompt").inc(tokens.input)
-        self.tokens.labels(kind="completion").inc(tokens.output)
+    def transcribed(self, seconds: float, tokens: Tokens, protocol: Protocol) -> None:
+        """Count one finished transcription: an upload's, a Realtime utterance's or a Wyoming
+        command's."""
+        self.transcriptions.labels(protocol=protocol).inc()
+        self.audio_seconds.labels(protocol=protocol).inc(seconds)
+        self.tokens.labels(kind="prompt", protocol=protocol).inc(tokens.input)
+        self.tokens.labels(kind="completion", protocol=protocol).inc(tokens.output)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.exposed), CONTENT_TYPE_LATEST

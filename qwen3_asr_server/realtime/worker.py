@@ -92,7 +92,7 @@ class Transcriber:
             )
         )
         self.history.remember(transcript)
-        self.state.transcription.finished(seconds, tokens)
+        self.state.transcription.finished(seconds, tokens, "realtime")
 
     def _cuts(self, config: SessionConfig) -> Cuts | None:
         """Where a diarizing session's utterance changes speaker, as the session knows them."""

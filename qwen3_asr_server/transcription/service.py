@@ -24,7 +24,7 @@ from .. import audio, work
 from ..audio import Audio
 from ..backend.upstream import Upstream
 from ..languages import Language
-from ..metrics import Metrics
+from ..metrics import Metrics, Protocol
 from ..protocol.form import AudioRequest
 from ..segmentation import Chunking, Span
 from ..settings import Settings
@@ -96,7 +96,7 @@ class TranscriptionService:
             self.upstream, job.audio, spans, job.options, request_id, progress
         )
         transcript = await stage.run(job.stages, transcript, job.audio)
-        self.finished(transcript.duration, transcript.tokens, transcript.text, request_id)
+        self.finished(transcript.duration, transcript.tokens, "http", transcript.text, request_id)
         return job.request.response_format.render(transcript, job.request)
 
     async def stream(self, job: Job, request_id: str) -> Events:
@@ -160,11 +160,16 @@ class TranscriptionService:
         )
 
     def finished(
-        self, seconds: float, tokens: Tokens, text: str | None = None, request_id: str = "-"
+        self,
+        seconds: float,
+        tokens: Tokens,
+        protocol: Protocol,
+        text: str | None = None,
+        request_id: str = "-",
     ) -> None:
         """A transcription finished: its audio and tokens in the metrics, and an upload's
         text in the log with --log-transcripts."""
-        self.metrics.transcribed(seconds, tokens)
+        self.metrics.transcribed(seconds, tokens, protocol)
         if self.settings.log_transcripts and text is not None:
             quoted = json.dumps(text, ensure_ascii=False)
             transcript_logger.info("request_id=%s transcript=%s", request_id, quoted)
@@ -239,4 +244,4 @@ class Events:
             yield event
         stream = self._stream
         seconds = self._job.audio.duration
-        self._service.finished(seconds, stream.tokens, stream.text, self._request_id)
+        self._service.finished(seconds, stream.tokens, "http", stream.text, self._request_id)

@@ -179,7 +179,7 @@ class Handler(AsyncEventHandler):
         text = stream.text or ""
         heard = stream.spoken[0].code if stream.spoken else forced
         await self.write_event(Transcript(text=text, language=heard).event())
-        service.finished(spoken.duration, stream.tokens, text, self.request_id)
+        service.finished(spoken.duration, stream.tokens, "wyoming", text, self.request_id)
 
 
 def _chunk(event: Event) -> AudioChunk:

@@ -58,7 +58,8 @@ def _transcribe(engine: Engine, **form: str) -> dict:
 def _token_counts(engine: Engine) -> dict[str, float]:
     with engine.http(key=None) as http:
         text = http.get("/metrics").text
-    found = re.findall(r'^qwen3_asr_tokens_total\{kind="(\w+)"\} (\S+)$', text, re.M)
+    series = r'^qwen3_asr_tokens_total\{kind="(\w+)",protocol="http"\} (\S+)$'
+    found = re.findall(series, text, re.M)
     return {kind: float(value) for kind, value in found}
 
 

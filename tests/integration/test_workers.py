@@ -134,7 +134,8 @@ def test_every_worker_answers_alike_and_metrics_are_the_sum(run_server, tmp_path
     ok = 'qwen3_asr_requests_total{method="POST",path="/v1/audio/transcriptions",status="200"}'
     for text in scrapes:  # whichever worker answers the scrape
         assert metric(text, ok) == sent
-        assert metric(text, "qwen3_asr_audio_seconds_total") == pytest.approx(sent * 1.0)
+        audio = 'qwen3_asr_audio_seconds_total{protocol="http"}'
+        assert metric(text, audio) == pytest.approx(sent * 1.0)
         assert metric(text, 'qwen3_asr_model_ready{backend="asr"}') == 1
         assert metric(text, 'qwen3_asr_backend_restarts_total{backend="asr"}') == 0
         assert metric(text, "qwen3_asr_upstream_in_flight") == 0

@@ -102,6 +102,12 @@ async def test_utterances_are_found_committed_and_transcribed_in_order() -> None
         async with session(url) as ws:
             await stream(ws, spoken_pcm(PATTERN))
             events = await until(ws, completed(2))
+        async with httpx.AsyncClient() as http:
+            counted = (await http.get(url.replace("ws://", "http://") + "/metrics")).text
+    # each utterance counted as a Realtime transcription, with its audio
+    assert 'qwen3_asr_transcriptions_total{protocol="realtime"} 2.0' in counted
+    assert 'qwen3_asr_audio_seconds_total{protocol="realtime"}' in counted
+    assert 'protocol="http"' not in counted
     started = of(events, "input_audio_buffer.speech_started")
     stopped = of(events, "input_audio_buffer.speech_stopped")
     # speech at 0.5-2.0 s and 3.0-5.0 s: starts 300 ms early (prefix padding), ends 150 ms late;

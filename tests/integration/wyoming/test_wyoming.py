@@ -44,9 +44,12 @@ class Wyoming:
         return AsyncTcpClient("127.0.0.1", self.port)
 
     def counted(self, outcome: str) -> float:
+        return self.metric(f'qwen3_asr_wyoming_commands_total{{outcome="{outcome}"}}')
+
+    def metric(self, series: str) -> float:
         text = httpx.get(f"{self.server.url}/metrics", timeout=5).text
         for line in text.splitlines():
-            if line.startswith(f'qwen3_asr_wyoming_commands_total{{outcome="{outcome}"}} '):
+            if line.startswith(f"{series} "):
                 return float(line.split()[1])
         return 0.0
 
@@ -126,6 +129,9 @@ async def test_ping_is_answered_with_pong(wyoming: Wyoming) -> None:
 
 async def test_a_command_streams_its_text_then_the_transcript(wyoming: Wyoming) -> None:
     before = wyoming.counted("ok")
+    transcriptions = 'qwen3_asr_transcriptions_total{protocol="wyoming"}'
+    audio = 'qwen3_asr_audio_seconds_total{protocol="wyoming"}'
+    counted = wyoming.metric(transcriptions), wyoming.metric(audio)
     async with wyoming.client() as client:
         await send_command(client, tone(1.0))
         events = await answer(client)
@@ -138,6 +144,9 @@ async def test_a_command_streams_its_text_then_the_transcript(wyoming: Wyoming) 
     assert final.text == "".join(chunks) == "Hello world."  # the stand-in's, told English
     assert final.language == "en"
     assert wyoming.counted("ok") == before + 1
+    # counted with the HTTP API's transcriptions, labelled by protocol
+    assert wyoming.metric(transcriptions) == counted[0] + 1
+    assert wyoming.metric(audio) == pytest.approx(counted[1] + 1.0)
 
 
 async def test_22khz_stereo_is_converted_to_16khz_mono(wyoming: Wyoming) -> None:
