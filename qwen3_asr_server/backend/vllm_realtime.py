@@ -29,6 +29,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from ..errors import unavailable
 from ..languages import Language
 from ..model_output import SegmentedCleaner
+from ..quiet import websocket_logger
 from .failures import SPEECH_BACKEND, failed, unreachable
 
 PATH = "/v1/realtime"
@@ -46,7 +47,12 @@ def _url(base_url: str) -> str:
 
 async def _connect(base_url: str, headers: dict[str, str]) -> ClientConnection:
     try:
-        return await connect(_url(base_url), additional_headers=headers, open_timeout=OPEN_TIMEOUT)
+        return await connect(
+            _url(base_url),
+            additional_headers=headers,
+            open_timeout=OPEN_TIMEOUT,
+            logger=websocket_logger(),  # its debug lines would show --backend-api-key
+        )
     except InvalidStatus as exc:
         if exc.response.status_code in (403, 404):
             raise NotOffered from exc

@@ -10,7 +10,9 @@ shape, and closes the connection. Everything else is uvicorn's own code, reached
 uvicorn 0.54's websockets-sansio protocol logs "ASGI callable returned without completing
 handshake" at ERROR after every handshake the app refuses with an HTTP answer (an API key
 missing, the model loading): `DenialAwareWebSocketsProtocol` counts the sent refusal as the
-end of the handshake, as uvicorn's wsproto protocol does (uvicorn pull request #3138).
+end of the handshake, as uvicorn's wsproto protocol does (uvicorn pull request #3138). Nor
+does it let websockets log the handshake's headers at debug level, where the client's API key
+is (`Authorization`, or the `openai-insecure-api-key.` subprotocol).
 """
 
 from __future__ import annotations
@@ -155,7 +157,14 @@ def guarded_protocol(read_timeout: float) -> type[HttpToolsProtocol]:
 
 
 class DenialAwareWebSocketsProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's websockets protocol, for which a refusal sent completes the handshake."""
+    """uvicorn's websockets protocol, for which a refusal sent completes the handshake, and
+    which never logs the handshake's headers or the frames."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # websockets logs each header and frame at debug level when its logger (uvicorn's,
+        # at --log-level debug) would show them: the client's API key among them
+        self.conn.debug = False
 
     async def send(self, message: Any) -> None:
         await super().send(message)

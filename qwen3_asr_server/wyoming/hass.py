@@ -31,6 +31,7 @@ from pydantic import SecretStr
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
+from ..quiet import websocket_logger
 from .home import Home, Tier, exposed_to_assist
 
 logger = logging.getLogger(__name__)
@@ -63,14 +64,6 @@ class Failed(HassError):
     def __init__(self, command: str, error: Any) -> None:
         self.code = error.get("code") if isinstance(error, dict) else None
         super().__init__(f"{command} failed: {error}")
-
-
-class QuietLogger(logging.LoggerAdapter[logging.Logger]):
-    """websockets' logger for the connection, without its debug lines: they show each frame,
-    the `auth` message with its token among them."""
-
-    def isEnabledFor(self, level: int) -> bool:
-        return level > logging.DEBUG and super().isEnabledFor(level)
 
 
 class Session:
@@ -209,7 +202,7 @@ class HomeAssistant:
             self.url,
             open_timeout=TIMEOUT,
             max_size=MAX_MESSAGE,
-            logger=QuietLogger(logging.getLogger("websockets.client")),
+            logger=websocket_logger(),  # its debug lines would show the token
         ) as websocket:
             session = Session(websocket)
             await session.authenticate(self.token)

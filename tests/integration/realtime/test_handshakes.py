@@ -124,3 +124,27 @@ async def test_the_session_limit_holds_for_all_workers_together(tmp_path: Path) 
     finally:
         server.stop()
         standin.stop()
+
+
+async def test_the_api_key_stays_out_of_a_debug_log(tmp_path: Path) -> None:
+    """websockets logs every handshake header at debug level: not the client's key, in a
+    header or in the subprotocol that carries it."""
+    standin = ThreadedServer(StandIn(MODEL, describe=True).app).start()
+    key = "client-key-9c1d"
+    args = ["--backend-url", standin.url, "--model", MODEL, "--api-key", key]
+    server = ServerProcess(tmp_path, [*args, "--log-level", "debug"])
+    try:
+        server.wait_for_health(200)
+        url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+        async with connect(url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+            assert json.loads(await ws.recv())["type"] == "session.created"
+        protocols = ["realtime", f"openai-insecure-api-key.{key}"]
+        async with connect(url, subprotocols=protocols) as ws:  # type: ignore[list-item]
+            assert json.loads(await ws.recv())["type"] == "session.created"
+    finally:
+        server.stop()
+        standin.stop()
+    log = server.output()
+    assert "DEBUG:" in log
+    assert log.count('"WebSocket /v1/realtime?intent=transcription" [accepted]') == 2
+    assert key not in log

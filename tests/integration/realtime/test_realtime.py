@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import re
 import socket
 import time
@@ -445,6 +446,18 @@ async def test_with_vllm_realtime_speech_streams_into_vllm_as_it_is_spoken() -> 
     segments = heard([done[first]["transcript"], done[second]["transcript"]])
     assert standin.realtime_segments == pytest.approx(segments, abs=0.01)
     assert standin.requests == []
+
+
+async def test_the_backend_key_stays_out_of_a_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    """websockets logs every handshake header at debug level: not vLLM's key."""
+    caplog.set_level(logging.DEBUG)
+    standin = StandIn(MODEL, realtime=True)
+    with serving(standin, vllm_realtime=True, backend_api_key="backend-key-7f3a") as url:
+        async with session(url) as ws:
+            await stream(ws, spoken_pcm([(0.5, False), (2.0, True), (1.0, False)]), pace=0.01)
+            await until(ws, completed(1))
+    assert standin.realtime_segments  # the speech went through vLLM's realtime endpoint
+    assert "backend-key-7f3a" not in caplog.text
 
 
 @pytest.mark.parametrize("offered", [True, False])
