@@ -19,7 +19,7 @@ from tests.fixtures.home_assistant import TOKEN, HomeAssistantStandIn
 from tests.fixtures.process import ServerProcess
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
-from tests.integration.wyoming.test_wyoming import Wyoming, answer, send_command, tone
+from tests.fixtures.wyoming import Wyoming, answer, send_command, tone
 
 HOME = (
     "Coffee Maker, Espresso Machine, Kitchen Ceiling, Reading Lamp, "  # exposed to Assist

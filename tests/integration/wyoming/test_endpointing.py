@@ -17,12 +17,12 @@ from wyoming.ping import Ping, Pong
 
 from qwen3_asr_server.wyoming.endpoint import MAX_SPEECH_SECONDS, QUIET_SECONDS
 from tests.fixtures.speech import noise_only, spoken_pcm
-from tests.integration.wyoming.test_wyoming import (
+from tests.fixtures.wyoming import (
     READ_TIMEOUT,
     Wyoming,
-    _start,
     answer,
     send_command,
+    start_wyoming,
     tone,
 )
 
@@ -32,7 +32,7 @@ TOLERANCE = 0.3  # seconds Silero may hear an edge of speech from where it was p
 
 @pytest.fixture(scope="module")
 def wyoming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wyoming]:
-    started = _start(tmp_path_factory.mktemp("endpointing"), {"FAKE_VLLM_DESCRIBE": "1"})
+    started = start_wyoming(tmp_path_factory.mktemp("endpointing"), {"FAKE_VLLM_DESCRIBE": "1"})
     yield started
     started.server.stop()
 

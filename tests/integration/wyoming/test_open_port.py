@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.wyoming.test_wyoming import _start
+from tests.fixtures.wyoming import start_wyoming
 
 WARNING = "the protocol has no authentication, so anyone who can reach this port can use"
 
@@ -16,7 +16,7 @@ WARNING = "the protocol has no authentication, so anyone who can reach this port
 def test_a_wyoming_port_open_beyond_loopback_says_so_at_start(
     tmp_path: Path, host: str, warned: bool
 ) -> None:
-    wyoming = _start(tmp_path, {}, "--wyoming-host", host)
+    wyoming = start_wyoming(tmp_path, {}, "--wyoming-host", host)
     wyoming.server.stop()
     said = [line for line in wyoming.server.output().splitlines() if WARNING in line]
     assert bool(said) is warned

@@ -10,97 +10,25 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-import numpy as np
 import pytest
 from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
-from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.languages import SUPPORTED
-from tests.fixtures.process import ServerProcess, install_launcher, listening, workers
-
-READ_TIMEOUT = 30
-
-
-def tone(seconds: float, rate: int = 16000, channels: int = 1) -> bytes:
-    """A 440 Hz tone as 16-bit PCM, each sample repeated on every channel."""
-    t = np.arange(int(seconds * rate)) / rate
-    samples = (8000 * np.sin(2 * np.pi * 440 * t)).astype("<i2")
-    return np.repeat(samples, channels).tobytes()
-
-
-class Wyoming:
-    def __init__(self, server: ServerProcess, port: int) -> None:
-        self.server = server
-        self.port = port
-
-    def client(self) -> AsyncTcpClient:
-        return AsyncTcpClient("127.0.0.1", self.port)
-
-    def counted(self, outcome: str) -> float:
-        return self.metric(f'qwen3_asr_wyoming_commands_total{{outcome="{outcome}"}}')
-
-    def metric(self, series: str) -> float:
-        text = httpx.get(f"{self.server.url}/metrics", timeout=5).text
-        for line in text.splitlines():
-            if line.startswith(f"{series} "):
-                return float(line.split()[1])
-        return 0.0
-
-
-def _start(tmp: Path, env: dict[str, str], *args: str) -> Wyoming:
-    install_launcher(tmp / "bin", "vllm")
-    port = http = free_port()
-    while port == http:  # free_port may hand out the same one twice
-        port = free_port()
-    server = ServerProcess(tmp, ["--model", "tiny", "--wyoming-port", str(port), *args], env, http)
-    server.wait_for_health(200)
-    return Wyoming(server, port)
+from tests.fixtures.process import listening, workers
+from tests.fixtures.wyoming import READ_TIMEOUT, Wyoming, answer, send_command, start_wyoming, tone
 
 
 @pytest.fixture(scope="module")
 def wyoming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wyoming]:
     env = {"FAKE_VLLM_DESCRIBE": "1", "FAKE_VLLM_PIECE_DELAY": "0.05"}
-    started = _start(tmp_path_factory.mktemp("wyoming"), env)
+    started = start_wyoming(tmp_path_factory.mktemp("wyoming"), env)
     yield started
     started.server.stop()
-
-
-async def send_command(
-    client: AsyncTcpClient,
-    pcm: bytes,
-    *,
-    rate: int = 16000,
-    width: int = 2,
-    channels: int = 1,
-    language: str | None = "en",
-) -> None:
-    await client.write_event(Transcribe(language=language).event())
-    await client.write_event(AudioStart(rate=rate, width=width, channels=channels).event())
-    step = rate * width * channels // 10  # 100 ms a chunk, as a satellite sends them
-    for start in range(0, len(pcm), step):
-        chunk = AudioChunk(
-            rate=rate, width=width, channels=channels, audio=pcm[start : start + step]
-        )
-        await client.write_event(chunk.event())
-    await client.write_event(AudioStop().event())
-
-
-async def answer(client: AsyncTcpClient) -> list[Event]:
-    """The events up to the transcript or an error."""
-    events: list[Event] = []
-    while True:
-        event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT)
-        assert event is not None, f"closed after {events}"
-        events.append(event)
-        if Transcript.is_type(event.type) or Error.is_type(event.type):
-            return events
 
 
 async def test_describe_answers_one_asr_program_with_every_language(wyoming: Wyoming) -> None:
@@ -253,7 +181,7 @@ async def test_a_client_leaving_mid_command_leaves_nothing_behind(wyoming: Wyomi
 
 async def test_a_busy_server_answers_with_an_error(tmp_path: Path) -> None:
     env = {"FAKE_VLLM_RESPONSE_DELAY": "2"}
-    wyoming = _start(tmp_path, env, "--max-concurrent", "1", "--max-queue", "0")
+    wyoming = start_wyoming(tmp_path, env, "--max-concurrent", "1", "--max-queue", "0")
     try:
         async with wyoming.client() as first, wyoming.client() as second:
             await send_command(first, tone(1.0))
@@ -271,7 +199,7 @@ async def test_a_busy_server_answers_with_an_error(tmp_path: Path) -> None:
 
 async def test_sigterm_lets_a_command_in_flight_finish(tmp_path: Path) -> None:
     env = {"FAKE_VLLM_RESPONSE_DELAY": "1.5"}
-    wyoming = _start(tmp_path, env)
+    wyoming = start_wyoming(tmp_path, env)
     try:
         async with wyoming.client() as client, wyoming.client() as late:
             await send_command(client, tone(1.0))
@@ -293,7 +221,7 @@ async def test_sigterm_lets_a_command_in_flight_finish(tmp_path: Path) -> None:
 
 
 async def test_every_worker_serves_the_port(tmp_path: Path) -> None:
-    wyoming = _start(tmp_path, {}, "--workers", "2")
+    wyoming = start_wyoming(tmp_path, {}, "--workers", "2")
     try:
         deadline = time.monotonic() + 15
         pid = wyoming.server.proc.pid

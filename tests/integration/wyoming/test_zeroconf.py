@@ -24,7 +24,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from qwen3_asr_server.wyoming.discovery import SERVICE_TYPE
 from tests.fixtures.process import bound_udp, descendants, workers
-from tests.integration.wyoming.test_wyoming import _start
+from tests.fixtures.wyoming import start_wyoming
 
 MDNS = ("224.0.0.251", 5353)
 WAIT = 20  # seconds for an advertisement to be seen, or its withdrawal
@@ -94,7 +94,9 @@ async def test_the_port_is_advertised_while_the_server_runs_then_withdrawn(
 ) -> None:
     name = unique("test")
     async with browsing() as browser:
-        wyoming = _start(tmp_path, {}, "--wyoming-host", "0.0.0.0", "--wyoming-zeroconf", name)
+        wyoming = start_wyoming(
+            tmp_path, {}, "--wyoming-host", "0.0.0.0", "--wyoming-zeroconf", name
+        )
         try:
             info = await browser.found(f"{name}.{SERVICE_TYPE}")
             assert info.port == wyoming.port
@@ -115,7 +117,7 @@ async def test_the_port_is_advertised_while_the_server_runs_then_withdrawn(
 async def test_with_workers_the_main_process_alone_advertises(tmp_path: Path) -> None:
     name = unique("workers")
     async with browsing() as browser:
-        wyoming = _start(
+        wyoming = start_wyoming(
             tmp_path,
             {},
             "--workers",
