@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from . import networks
 from .app import create_app
+from .cli import parse_args
 from .errors import LaunchError
 from .serving import server as serving
-from .settings import parse_args
 from .workers import manager
 
 

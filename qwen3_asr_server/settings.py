@@ -2,24 +2,21 @@
 
 A field `foo_bar` is the flag `--foo-bar` and the variable `QWEN3_ASR_FOO_BAR`. A field may
 name one more variable in `json_schema_extra={"env": ...}` (for names users already know,
-such as `QWEN_API_KEY`). Flags this declaration does not know are kept, in order, and handed
-to vLLM verbatim.
+such as `QWEN_API_KEY`). The command line is read in `cli`, where flags this declaration does
+not know are kept, in order, for vLLM.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
-from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
-    CliSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -402,40 +399,3 @@ class ExtraEnvNames(PydanticBaseSettingsSource):
             if value is not None:
                 values[key] = value
         return values
-
-
-def parse_args(argv: Sequence[str]) -> tuple[Settings, list[str]]:
-    """Parse the command line; return the settings and the arguments meant for vLLM."""
-    parser = argparse.ArgumentParser(
-        prog="server.py",
-        allow_abbrev=False,
-        description="OpenAI-compatible speech-to-text server for Qwen3-ASR. Flags not listed "
-        "here are passed to vLLM unchanged (e.g. --enforce-eager, --tensor-parallel-size 2).",
-    )
-    cli: CliSettingsSource[Settings] = CliSettingsSource(Settings, root_parser=parser)
-    namespace, vllm_args = parser.parse_known_args(_named_zeroconf(argv))
-    try:
-        settings = Settings(_cli_settings_source=cli(parsed_args=namespace))  # type: ignore[call-arg]
-    except ValidationError as exc:
-        parser.error("; ".join(_problem(error) for error in exc.errors()))  # exits with 2
-    return settings, vllm_args
-
-
-def _named_zeroconf(argv: Sequence[str]) -> list[str]:
-    """`argv` with a bare `--wyoming-zeroconf` (last, or before another flag) given the default
-    name: its NAME is optional, which a pydantic-settings flag cannot say."""
-    flag = "--wyoming-zeroconf"
-    return [
-        f"{flag}={discovery.default_name()}"
-        if arg == flag and (index + 1 == len(argv) or argv[index + 1].startswith("-"))
-        else arg
-        for index, arg in enumerate(argv)
-    ]
-
-
-def _problem(error: Any) -> str:
-    """One of pydantic's errors as a line about the flag (env variables have the same name)."""
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if not error["loc"]:
-        return message
-    return f"--{str(error['loc'][0]).replace('_', '-')}: {message}"

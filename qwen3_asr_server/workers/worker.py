@@ -23,10 +23,11 @@ from .. import networks
 from ..app import Backends, create_app
 from ..backend import roles
 from ..backend.admission import limit_of
+from ..cli import parse_args
 from ..errors import LaunchError
 from ..metrics import Metrics
 from ..serving import server as serving
-from ..settings import Settings, parse_args
+from ..settings import Settings
 from ..transcription.budget import AudioBudget, budget_seconds
 from .admission import SharedAdmission, SharedLedger, SharedSeats
 from .table import FILE_NAME, Table

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from qwen3_asr_server.settings import Settings, parse_args
+from qwen3_asr_server.cli import parse_args
+from qwen3_asr_server.settings import Settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

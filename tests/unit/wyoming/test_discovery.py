@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from qwen3_asr_server.settings import parse_args
+from qwen3_asr_server.cli import parse_args
 from qwen3_asr_server.wyoming.discovery import advertised_address, default_name
 
 PORT = ["--wyoming-port", "10300"]
