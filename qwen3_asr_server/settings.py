@@ -257,6 +257,12 @@ class Settings(BaseSettings):
         description="Most tokens of Home Assistant names in a Wyoming command's context "
         "(estimated at one token per 3 bytes); past it the last tiers are left out.",
     )
+    wyoming_endpointing: bool = Field(
+        True,
+        description="End a Wyoming command at the pause after its speech, heard here "
+        "(`--no-wyoming-endpointing`: only at `audio-stop`, and info asks for the client's "
+        "VAD).",
+    )
     wyoming_zeroconf: str | None = Field(
         None,
         min_length=1,

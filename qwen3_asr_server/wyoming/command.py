@@ -61,6 +61,7 @@ class Command:
         catalog: Catalog,
         speech: Callable[[], SpeechModel],
         transcribe: Transcribe | None = None,
+        endpointing: bool = True,
     ) -> None:
         self.language: Language | None = None
         if transcribe is not None:
@@ -72,12 +73,17 @@ class Command:
         self._format = (0, 0, 0)  # the chunks' rate, width and channels the resampler takes
         self._parts: list[npt.NDArray[np.int16]] = []
         self._seconds = 0.0  # of audio received
-        self._endpoint = Endpoint(speech, transcribe.vad_sensitivity if transcribe else None)
+        self._endpoint = (
+            Endpoint(speech, transcribe.vad_sensitivity if transcribe else None)
+            if endpointing
+            else None  # --no-wyoming-endpointing: it ends at audio-stop
+        )
 
     async def hear(self, chunk: AudioChunk) -> bool:
         """`add` a chunk and listen to it: True once the command's end is heard (its audio
         ends there, and what comes after it is not the command's)."""
-        return await self._endpoint.hear(self.add(chunk))
+        samples = self.add(chunk)
+        return self._endpoint is not None and await self._endpoint.hear(samples)
 
     def add(self, chunk: AudioChunk) -> npt.NDArray[np.int16]:
         """A chunk's audio, converted and kept (returned too); a Refusal for a format or a
@@ -118,4 +124,5 @@ class Command:
         chunk came)."""
         if not self._parts:
             return Audio(np.zeros(0, dtype=np.int16))
-        return Audio(np.concatenate(self._parts)[: self._endpoint.end])
+        end = self._endpoint.end if self._endpoint is not None else None
+        return Audio(np.concatenate(self._parts)[:end])

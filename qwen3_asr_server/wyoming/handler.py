@@ -109,7 +109,10 @@ class Handler(AsyncEventHandler):
                 "The server is shutting down; retry shortly (another instance may answer).",
                 outcome="busy",
             )
-        command = Command(self.state.catalog, self.state.speech_model, transcribe)
+        settings = self.state.settings
+        command = Command(
+            self.state.catalog, self.state.speech_model, transcribe, settings.wyoming_endpointing
+        )
         self.state.drain.enter()
         self.command = command
         self.request_id = secrets.token_hex(16)

@@ -16,7 +16,8 @@ def info(settings: Settings) -> Info:
     """The program and its one model. Languages are the ISO codes Home Assistant lists and
     sends back in `transcribe`. Endpointing is the server's too (`requires_external_vad`
     false): a command ends at `audio-stop` or at the pause heard after its speech
-    (`endpoint`). The text is streamed (`transcript-chunk`) as vLLM writes it."""
+    (`endpoint`), unless --no-wyoming-endpointing leaves it to the client's VAD. The text is
+    streamed (`transcript-chunk`) as vLLM writes it."""
     model = AsrModel(
         name=settings.served_name,
         description=f"Qwen3-ASR ({settings.model}) on vLLM",
@@ -33,6 +34,6 @@ def info(settings: Settings) -> Info:
         version=__version__,
         models=[model],
         supports_transcript_streaming=True,
-        requires_external_vad=False,
+        requires_external_vad=not settings.wyoming_endpointing,
     )
     return Info(asr=[program])

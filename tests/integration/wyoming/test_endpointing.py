@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from wyoming.asr import Transcribe, Transcript, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
+from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
 from qwen3_asr_server.wyoming.endpoint import MAX_SPEECH_SECONDS, QUIET_SECONDS
@@ -122,3 +124,24 @@ async def test_the_sensitivity_decides_whether_a_short_pause_ends_the_command(
         await stream(client, speech(pattern), sensitivity)
         events = await answer(client)
     assert (heard(events) < 0.5 + 2.0 + 0.7) is ends_in_pause
+
+
+async def test_without_endpointing_a_command_ends_at_audio_stop_only(tmp_path: Path) -> None:
+    """--no-wyoming-endpointing: a recording with a long pause is transcribed whole, and
+    `info` asks for the client's VAD."""
+    env = {"FAKE_VLLM_DESCRIBE": "1"}
+    wyoming = start_wyoming(tmp_path, env, "--no-wyoming-endpointing")
+    try:
+        async with wyoming.client() as client:
+            await client.write_event(Describe().event())
+            described = await asyncio.wait_for(client.read_event(), READ_TIMEOUT)
+            pcm = speech([(0.5, False), (2.0, True), (3.0, False), (2.0, True), (0.5, False)])
+            await stream(client, pcm)
+            await client.write_event(AudioStop().event())
+            events = await answer(client)
+    finally:
+        wyoming.server.stop()
+    assert described is not None
+    [program] = Info.from_event(described).asr
+    assert program.requires_external_vad
+    assert heard(events) == pytest.approx(len(pcm) / 2 / RATE, abs=0.01)
