@@ -8,6 +8,7 @@ not know are kept, in order, for vLLM.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from typing import Annotated, Any, Literal
@@ -285,8 +286,11 @@ class Settings(BaseSettings):
     @field_validator("model_aliases", "allowed_origins", "wyoming_keywords", mode="before")
     @classmethod
     def _split_list(cls, value: Any) -> Any:
+        """Comma-separated. pydantic-settings 2.7 hands a list flag over as a JSON list of the
+        items it split at commas, where later releases give the flag's text."""
         if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
+            items = json.loads(value) if value.startswith("[") else value.split(",")
+            return [str(item).strip() for item in items if str(item).strip()]
         return value
 
     @field_validator("api_key", "backend_api_key", "hass_token", mode="before")

@@ -65,6 +65,13 @@ def test_flags_env_and_their_precedence(monkeypatch: pytest.MonkeyPatch) -> None
     assert parse_args(["--model", "cli"])[0].model == "cli"
 
 
+@pytest.mark.parametrize("field", ["model_aliases", "allowed_origins", "wyoming_keywords"])
+def test_a_list_flag_is_comma_separated(field: str) -> None:
+    flag = "--" + field.replace("_", "-")
+    settings, _ = parse_args(["--wyoming-port", "10300", flag, "a, b ,,c"])
+    assert getattr(settings, field) == ["a", "b", "c"]
+
+
 def test_wyoming_keywords_and_the_home_assistant_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QWEN3_ASR_HASS_TOKEN", "secret-token")
     settings, _ = parse_args(
