@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ..audio import RATE
 from ..errors import LaunchError
 from ..segmentation import Span
-from ..silero import Probabilities
+from ..silero import FULL_SCALE, Probabilities
 from .diarize import Known, Voices, labels, regions
 from .embedding import Embeddings, unit
 
@@ -115,22 +115,23 @@ class PyannoteDiarizer:
         self, samples: npt.NDArray[np.int16], probabilities: Probabilities
     ) -> npt.NDArray[np.float32]:
         """The embedding of a known speaker's reference clip, by the pipeline's own model."""
-        import torch
-
-        waveform = torch.from_numpy(samples.astype(np.float32) / 32768.0)[None, None, :]
         with self._turn:
-            embedding = self._pipeline._embedding(waveform)
+            embedding = self._pipeline._embedding(_waveform(samples)[None])
         found: npt.NDArray[np.float32] = unit(np.nan_to_num(embedding[0]).astype(np.float32))
         return found
 
     def _turns(self, samples: npt.NDArray[np.int16]) -> tuple[list[Turn], Embeddings]:
         """The turns of one speaker each, in order, and each voice's centroid (`turns`)."""
-        import torch
-
-        waveform = torch.from_numpy(samples.astype(np.float32) / 32768.0)[None, :]
         with self._turn:
-            output = self._pipeline({"waveform": waveform, "sample_rate": RATE})
+            output = self._pipeline({"waveform": _waveform(samples), "sample_rate": RATE})
         return turns(output.exclusive_speaker_diarization, output.speaker_embeddings, len(samples))
+
+
+def _waveform(samples: npt.NDArray[np.int16]) -> Any:
+    """The samples as pyannote takes audio: a float tensor of (channel, time) in [-1, 1]."""
+    import torch
+
+    return torch.from_numpy(samples.astype(np.float32) / np.float32(FULL_SCALE))[None, :]
 
 
 def turns(
