@@ -8,13 +8,11 @@ not know are kept, in order, for vLLM.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -24,7 +22,7 @@ from pydantic_settings import (
 )
 
 from . import prompt
-from .wyoming import discovery
+from .wyoming.settings import WyomingSettings, split_list
 
 ENV_PREFIX = "QWEN3_ASR_"
 MIB = 1 << 20  # the unit of the *_mb settings
@@ -41,15 +39,8 @@ DEFAULT_ALIASES = (
 )
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        cli_kebab_case=True,
-        cli_implicit_flags=True,
-        cli_prog_name="server.py",
-        cli_hide_none_type=True,
-        extra="ignore",
-    )
+class CoreSettings(BaseModel):
+    """The HTTP API's, the engine's and the server's settings."""
 
     host: str = Field("0.0.0.0", description="Interface the API listens on.")
     port: int = Field(8000, ge=0, le=65535, description="Port the API listens on.")
@@ -220,58 +211,6 @@ class Settings(BaseSettings):
         description="Realtime sessions open at once, over the whole server (every worker); "
         "beyond it a handshake gets 429 (or a close with 1013).",
     )
-    wyoming_port: int | None = Field(
-        None,
-        ge=1,
-        le=65535,
-        description="Also serve the Wyoming protocol (Home Assistant's speech-to-text) on this "
-        "TCP port (off by default). Wyoming has no authentication: see --wyoming-host.",
-    )
-    wyoming_host: str = Field(
-        "127.0.0.1",
-        description="Interface the Wyoming port listens on: loopback by default, since anyone "
-        "who reaches it can use the model (no --api-key there).",
-    )
-    wyoming_prompt: str | None = Field(
-        None,
-        description="Context for the model in every Wyoming command: names, terms, a topic "
-        "(as the HTTP API's `prompt`).",
-    )
-    wyoming_keywords: Annotated[list[str], NoDecode] = Field(
-        [],
-        description="Comma-separated words or names to expect in every Wyoming command (as "
-        "the HTTP API's `keywords`).",
-    )
-    hass_url: str | None = Field(
-        None,
-        description="Home Assistant's URL (`http://homeassistant.local:8123`): its entity, "
-        "area and floor names go into the context of Wyoming commands (needs --hass-token).",
-    )
-    hass_token: SecretStr | None = Field(
-        None,
-        description="A long-lived access token of a Home Assistant user, for --hass-url; "
-        "better given as the environment variable than as a flag.",
-    )
-    hass_max_tokens: int = Field(
-        512,
-        gt=0,
-        description="Most tokens of Home Assistant names in a Wyoming command's context "
-        "(estimated at one token per 3 bytes); past it the last tiers are left out.",
-    )
-    wyoming_endpointing: bool = Field(
-        True,
-        description="End a Wyoming command at the pause after its speech, heard here "
-        "(`--no-wyoming-endpointing`: only at `audio-stop`, and info asks for the client's "
-        "VAD).",
-    )
-    wyoming_zeroconf: str | None = Field(
-        None,
-        min_length=1,
-        max_length=63,
-        description="Advertise the Wyoming port over zeroconf (mDNS, `_wyoming._tcp`) under "
-        "this name, for Home Assistant to discover (off by default; the bare flag: "
-        "qwen3-asr-HOSTNAME). Needs --wyoming-host 0.0.0.0 or a LAN address.",
-    )
     ui: bool = Field(
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
@@ -283,17 +222,12 @@ class Settings(BaseSettings):
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )
 
-    @field_validator("model_aliases", "allowed_origins", "wyoming_keywords", mode="before")
+    @field_validator("model_aliases", "allowed_origins", mode="before")
     @classmethod
     def _split_list(cls, value: Any) -> Any:
-        """Comma-separated. pydantic-settings 2.7 hands a list flag over as a JSON list of the
-        items it split at commas, where later releases give the flag's text."""
-        if isinstance(value, str):
-            items = json.loads(value) if value.startswith("[") else value.split(",")
-            return [str(item).strip() for item in items if str(item).strip()]
-        return value
+        return split_list(value)
 
-    @field_validator("api_key", "backend_api_key", "hass_token", mode="before")
+    @field_validator("api_key", "backend_api_key", mode="before")
     @classmethod
     def _empty_key_is_no_key(cls, value: Any) -> Any:
         """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""
@@ -301,7 +235,7 @@ class Settings(BaseSettings):
             return None
         return value
 
-    @field_validator("backend_url", "aligner_url", "hass_url")
+    @field_validator("backend_url", "aligner_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value else value
@@ -313,47 +247,9 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _one_aligner(self) -> Settings:
+    def _one_aligner(self) -> CoreSettings:
         if self.aligner and self.aligner_url:
             raise ValueError("give --aligner (launch it) or --aligner-url (use it), not both")
-        return self
-
-    @model_validator(mode="after")
-    def _two_ports(self) -> Settings:
-        if self.wyoming_port is not None and self.wyoming_port == self.port:
-            raise ValueError("--wyoming-port must differ from --port (the HTTP API's)")
-        return self
-
-    @model_validator(mode="after")
-    def _home_assistant(self) -> Settings:
-        if self.hass_url is None:
-            return self
-        if urlsplit(self.hass_url).scheme not in ("http", "https"):
-            raise ValueError("--hass-url must be an http:// or https:// URL")
-        if self.hass_token is None:
-            raise ValueError("--hass-url needs --hass-token (QWEN3_ASR_HASS_TOKEN)")
-        if self.wyoming_port is None:
-            raise ValueError("--hass-url biases Wyoming commands: it needs --wyoming-port")
-        return self
-
-    @model_validator(mode="after")
-    def _wyoming_context_fits(self) -> Settings:
-        found = prompt.context(self.wyoming_prompt, self.wyoming_keywords)
-        size = len((found or "").encode())
-        limit = prompt.context_limit(self.max_model_len, self.segment_seconds)
-        if size > limit:
-            raise ValueError(
-                "--wyoming-prompt, --wyoming-keywords: " + prompt.context_too_long(size, limit)
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _advertised_port(self) -> Settings:
-        if self.wyoming_zeroconf is None:
-            return self
-        if self.wyoming_port is None:
-            raise ValueError("--wyoming-zeroconf advertises --wyoming-port: give that too")
-        discovery.advertised_address(self.wyoming_host)  # a ValueError when it cannot be
         return self
 
     @property
@@ -376,6 +272,36 @@ class Settings(BaseSettings):
         if self.backend_api_key is None:
             return {}
         return {"Authorization": f"Bearer {self.backend_api_key.get_secret_value()}"}
+
+
+class Settings(BaseSettings, WyomingSettings, CoreSettings):
+    """Every setting: the core's, then the Wyoming port's."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        cli_kebab_case=True,
+        cli_implicit_flags=True,
+        cli_prog_name="server.py",
+        cli_hide_none_type=True,
+        extra="ignore",
+    )
+
+    @model_validator(mode="after")
+    def _two_ports(self) -> Settings:
+        if self.wyoming_port is not None and self.wyoming_port == self.port:
+            raise ValueError("--wyoming-port must differ from --port (the HTTP API's)")
+        return self
+
+    @model_validator(mode="after")
+    def _wyoming_context_fits(self) -> Settings:
+        found = prompt.context(self.wyoming_prompt, self.wyoming_keywords)
+        size = len((found or "").encode())
+        limit = prompt.context_limit(self.max_model_len, self.segment_seconds)
+        if size > limit:
+            raise ValueError(
+                "--wyoming-prompt, --wyoming-keywords: " + prompt.context_too_long(size, limit)
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,117 @@
+"""The Wyoming port's settings (`--wyoming-*`, `--hass-*`), a part of `Settings`.
+
+Declared here, beside the protocol they configure, and mixed into `settings.Settings`, so each
+is still one flag, one variable and one default.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode
+
+from . import discovery
+
+
+class WyomingSettings(BaseModel):
+    wyoming_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve the Wyoming protocol (Home Assistant's speech-to-text) on this "
+        "TCP port (off by default). Wyoming has no authentication: see --wyoming-host.",
+    )
+    wyoming_host: str = Field(
+        "127.0.0.1",
+        description="Interface the Wyoming port listens on: loopback by default, since anyone "
+        "who reaches it can use the model (no --api-key there).",
+    )
+    wyoming_prompt: str | None = Field(
+        None,
+        description="Context for the model in every Wyoming command: names, terms, a topic "
+        "(as the HTTP API's `prompt`).",
+    )
+    wyoming_keywords: Annotated[list[str], NoDecode] = Field(
+        [],
+        description="Comma-separated words or names to expect in every Wyoming command (as "
+        "the HTTP API's `keywords`).",
+    )
+    hass_url: str | None = Field(
+        None,
+        description="Home Assistant's URL (`http://homeassistant.local:8123`): its entity, "
+        "area and floor names go into the context of Wyoming commands (needs --hass-token).",
+    )
+    hass_token: SecretStr | None = Field(
+        None,
+        description="A long-lived access token of a Home Assistant user, for --hass-url; "
+        "better given as the environment variable than as a flag.",
+    )
+    hass_max_tokens: int = Field(
+        512,
+        gt=0,
+        description="Most tokens of Home Assistant names in a Wyoming command's context "
+        "(estimated at one token per 3 bytes); past it the last tiers are left out.",
+    )
+    wyoming_endpointing: bool = Field(
+        True,
+        description="End a Wyoming command at the pause after its speech, heard here "
+        "(`--no-wyoming-endpointing`: only at `audio-stop`, and info asks for the client's "
+        "VAD).",
+    )
+    wyoming_zeroconf: str | None = Field(
+        None,
+        min_length=1,
+        max_length=63,
+        description="Advertise the Wyoming port over zeroconf (mDNS, `_wyoming._tcp`) under "
+        "this name, for Home Assistant to discover (off by default; the bare flag: "
+        "qwen3-asr-HOSTNAME). Needs --wyoming-host 0.0.0.0 or a LAN address.",
+    )
+
+    @field_validator("wyoming_keywords", mode="before")
+    @classmethod
+    def _split_keywords(cls, value: Any) -> Any:
+        return split_list(value)
+
+    @field_validator("hass_token", mode="before")
+    @classmethod
+    def _empty_token_is_no_token(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("hass_url")
+    @classmethod
+    def _strip_hass_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    @model_validator(mode="after")
+    def _home_assistant(self) -> WyomingSettings:
+        if self.hass_url is None:
+            return self
+        if urlsplit(self.hass_url).scheme not in ("http", "https"):
+            raise ValueError("--hass-url must be an http:// or https:// URL")
+        if self.hass_token is None:
+            raise ValueError("--hass-url needs --hass-token (QWEN3_ASR_HASS_TOKEN)")
+        if self.wyoming_port is None:
+            raise ValueError("--hass-url biases Wyoming commands: it needs --wyoming-port")
+        return self
+
+    @model_validator(mode="after")
+    def _advertised_port(self) -> WyomingSettings:
+        if self.wyoming_zeroconf is None:
+            return self
+        if self.wyoming_port is None:
+            raise ValueError("--wyoming-zeroconf advertises --wyoming-port: give that too")
+        discovery.advertised_address(self.wyoming_host)  # a ValueError when it cannot be
+        return self
+
+
+def split_list(value: Any) -> Any:
+    """A list setting from its comma-separated text. pydantic-settings 2.7 hands a list flag
+    over as a JSON list of the items it split at commas, where later releases give the flag's
+    text."""
+    if isinstance(value, str):
+        items = json.loads(value) if value.startswith("[") else value.split(",")
+        return [str(item).strip() for item in items if str(item).strip()]
+    return value
