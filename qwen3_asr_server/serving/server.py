@@ -38,7 +38,7 @@ class Server(uvicorn.Server):
         `systemctl reload` drains the server instead of killing it (and leaving vLLM to
         Linux's SIGTERM). Raised again once the server stopped, as uvicorn does the others."""
         with super().capture_signals():
-            if threading.current_thread() is not threading.main_thread():
+            if threading.current_thread() is not threading.main_thread() or not hangup():
                 yield
                 return
             previous = signal.signal(signal.SIGHUP, self.handle_exit)
@@ -50,6 +50,14 @@ class Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain.run(forced=lambda: self.force_exit)
         await super().shutdown(sockets)
+
+
+def hangup() -> tuple[signal.Signals, ...]:
+    """SIGHUP, to be handled as SIGTERM; none when the server was started with SIGHUP ignored
+    (`nohup`, a supervisor's choice): that choice is kept, as uvicorn alone keeps it."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        return ()
+    return (signal.SIGHUP,)
 
 
 def configure_logging(settings: Settings) -> None:

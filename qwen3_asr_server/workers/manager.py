@@ -119,7 +119,7 @@ class Manager:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # HUP: as serving.Server
+        for sig in (signal.SIGTERM, signal.SIGINT, *serving.hangup()):  # HUP: as serving.Server
             loop.add_signal_handler(sig, self._on_signal, sig)
         # The supervisors' own metrics stay in this process: the workers show the backend
         # series from the table (`workers.view.BackendCollector`).

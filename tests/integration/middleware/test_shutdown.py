@@ -46,10 +46,13 @@ def _metric(server: ServerProcess, name: str) -> float:
     raise AssertionError(f"no metric {name}")
 
 
-def _start(tmp_path: Path, args: list[str], delay: float) -> ServerProcess:
+def _start(tmp_path: Path, args: list[str], delay: float, *, nohup: bool = False) -> ServerProcess:
     install_launcher(tmp_path / "bin", "vllm")
     server = ServerProcess(
-        tmp_path, ["--model", "tiny", *args], {"FAKE_VLLM_RESPONSE_DELAY": str(delay)}
+        tmp_path,
+        ["--model", "tiny", *args],
+        {"FAKE_VLLM_RESPONSE_DELAY": str(delay)},
+        nohup=nohup,
     )
     server.wait_for_health(200)
     return server
@@ -210,5 +213,28 @@ def test_sighup_drains_like_sigterm(tmp_path: Path) -> None:
         assert not alive(vllm["pid"])
         assert not alive(vllm["child"])
         assert "Shutting down: 2 requests and sessions in progress" in server.output()
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_under_nohup_sighup_is_ignored(tmp_path: Path, workers: str) -> None:
+    """`nohup python server.py &` asks for a server that outlives its terminal: SIGHUP,
+    inherited ignored, stays ignored (one process, or the main one of --workers 2)."""
+    server = _start(tmp_path, ["--workers", workers], delay=0.5, nohup=True)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(_transcribe, server.url, stream=False)
+            _wait_for(lambda: _metric(server, "qwen3_asr_upstream_in_flight") == 1)
+            server.proc.send_signal(signal.SIGHUP)
+            assert running.result().status_code == 200
+        time.sleep(1)  # as long as a drain would take to end the server
+        assert server.proc.poll() is None
+        assert _transcribe(server.url, stream=False).status_code == 200
+        assert server.wait_for_health(200)["status"] == "ok"
+        assert "Shutting down" not in server.output()
+        assert "Stopping" not in server.output()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.wait_exit() == -signal.SIGTERM
     finally:
         server.stop()
