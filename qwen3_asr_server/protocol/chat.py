@@ -68,9 +68,9 @@ VLLM_FIELDS = frozenset(
     }
 )
 FORWARDED = OPENAI_FIELDS | VLLM_FIELDS
-# OpenAI's account bookkeeping: no effect on a transcript; LiveKit Agents' OpenAI plugin sends
-# each when configured, LangChain's ChatOpenAI `store` and `service_tier`, Pipecat
-# `service_tier`. Taken out with a warning instead of refused.
+# OpenAI's account bookkeeping: no effect on a transcript. LiveKit Agents' OpenAI plugin sends
+# each that its user configured, Pipecat's OpenAI service `service_tier`. Were they refused,
+# an agent set up for OpenAI could not be pointed here; they are taken out, with a warning.
 DROPPED = frozenset(
     {
         "metadata",
