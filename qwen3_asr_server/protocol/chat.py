@@ -27,8 +27,8 @@ from . import fields
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 URL_KINDS = ("audio_url", "image_url", "video_url")  # media parts vLLM fetches from a URL
 REMOTE_SCHEMES = frozenset({"http", "https"})
-PART_KINDS = ("text", "input_audio", "audio_url")  # what Qwen3-ASR reads; a tuple: `in` on
-# a client's value, which may be unhashable
+# The part types Qwen3-ASR reads; a tuple, as `in` meets a client's value, maybe unhashable
+PART_KINDS = ("text", "input_audio", "audio_url")
 TYPELESS_KINDS = ("input_audio", "audio_url")  # vLLM reads a part without a type by its key
 MESSAGE_KEYS = frozenset({"role", "content", "name"})  # vLLM renders others (tool_calls...)
 
@@ -97,6 +97,7 @@ class _Messages(fields.Checked):
 
 
 class ChatRequest(BaseModel):
+    # the fields passed on that this server does not read; `read` refused the others before
     model_config = ConfigDict(extra="allow")
 
     messages: Annotated[list[Any], _Messages()]
