@@ -3,11 +3,13 @@
 For context-primed transcription: the client sends its own system turn and an `input_audio`
 / `audio_url` part; the answer comes back without the language prefix, whole or streamed,
 however the stream splits the prefix. Control tokens in the messages' text are removed
-before vLLM renders them (`prompt.sanitize_messages`).
+before vLLM renders them (`prompt.sanitize_messages`), and the fields `protocol.chat` lets
+through only to drop them (OpenAI's account bookkeeping) are taken out, with a warning.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +20,8 @@ from ..prompt import sanitize_messages
 from ..protocol.chat import ChatRequest
 from . import stream
 
+logger = logging.getLogger(__name__)
+
 
 class ChatService:
     def __init__(self, upstream: Upstream, catalog: Catalog) -> None:
@@ -26,6 +30,13 @@ class ChatService:
 
     def _prepared(self, body: dict[str, Any], request: ChatRequest) -> str:
         """The body made ready for vLLM, in place; the id the client asked for, resolved."""
+        if request.dropped:
+            logger.warning(
+                "chat: dropped %s (OpenAI account fields; no effect on a transcript)",
+                ", ".join(request.dropped),
+            )
+            for key in request.dropped:
+                del body[key]
         sanitize_messages(body["messages"], continuing=bool(request.continue_final_message))
         served = self.catalog.resolve(request.requested_model)
         body["model"] = self.upstream.model

@@ -101,6 +101,10 @@ async def serving(backend: Backend, **settings: Any) -> AsyncIterator[Harness]:
             yield h
 
 
+def _system(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
 def _user(*parts: Any) -> dict[str, Any]:
     return {"role": "user", "content": list(parts)}
 
@@ -129,13 +133,13 @@ async def test_chat_body_over_max_json_mb_is_refused_at_its_content_length(
     backend: Backend,
 ) -> None:
     async with serving(backend, max_json_mb=0.05) as h:
-        padded = _body(_user(INPUT_AUDIO), pad="x" * 60_000)  # valid, 0.05 MiB is 52,428 B
+        padded = _body(_system("x" * 60_000), _user(INPUT_AUDIO))  # valid, 0.05 MiB: 52,428 B
         response = await h.http.post(CHAT, json=padded)
         message = _assert_error(response, 413, None, "request_too_large")
         assert "--max-json-mb" in message
         assert response.headers["connection"] == "close"
         assert backend.recorder.bodies == []
-        fine = await h.http.post(CHAT, json=_body(_user(INPUT_AUDIO), pad="x" * 40_000))
+        fine = await h.http.post(CHAT, json=_body(_system("x" * 40_000), _user(INPUT_AUDIO)))
         assert fine.status_code == 200, fine.text
         assert fine.json()["choices"][0]["message"]["content"] == "Hello world."
 
@@ -143,7 +147,7 @@ async def test_chat_body_over_max_json_mb_is_refused_at_its_content_length(
 async def test_chat_body_streamed_without_length_is_cut_off_at_the_limit(
     backend: Backend,
 ) -> None:
-    payload = json.dumps(_body(_user(INPUT_AUDIO), pad="x" * 200_000)).encode()
+    payload = json.dumps(_body(_system("x" * 200_000), _user(INPUT_AUDIO))).encode()
     sent = 0
 
     async def chunks() -> AsyncIterator[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
 from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.errors import APIError
@@ -54,6 +55,10 @@ def test_a_good_body_is_read_and_left_as_it_is() -> None:
         (body({"type": "audio_url", "audio_url": {"url": ""}}), "messages"),
         (body(chat_template="{{ x }}"), "chat_template"),
         (body(chat_template_kwargs={}), "chat_template_kwargs"),
+        (body(vllm_xargs={}), "vllm_xargs"),
+        (body(n=64), "n"),
+        (body({"type": "audio_embeds", "audio_embeds": "AAAA"}), "messages"),
+        ({"messages": [{"role": "user", "content": "hi", "tool_calls": []}]}, "messages"),
     ],
 )
 def test_what_must_not_pass_is_a_400_naming_it(value: Any, param: str | None) -> None:
@@ -73,3 +78,17 @@ def test_media_urls_must_be_data_urls_unless_allowed(url: str) -> None:
     assert refused(body(image), OPEN).code == "remote_audio_url_not_allowed"
     data = {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64,UklGRg=="}}
     assert chat.read(body(data), CLOSED).messages[0]["content"][0] == data
+
+
+def test_the_allow_list_follows_the_openai_sdk() -> None:
+    """OpenAI's fields passed on and dropped are the SDK's; vLLM's own are not OpenAI's."""
+    openai_fields = set(CompletionCreateParamsStreaming.__annotations__)
+    assert chat.OPENAI_FIELDS - openai_fields == set()
+    assert chat.DROPPED - openai_fields == set()
+    assert chat.VLLM_FIELDS & openai_fields == set()
+
+
+def test_dropped_fields_are_read_and_named() -> None:
+    request = chat.read(body(store=False, metadata={"a": "b"}, top_k=3), CLOSED)
+    assert request.dropped == ["store", "metadata"]
+    assert chat.read(body(), CLOSED).dropped == []
