@@ -251,6 +251,25 @@ def test_a_body_trickled_below_the_pause_timeout_is_cut_at_the_minimum_rate(
         server.stop()
 
 
+def test_a_slow_link_above_the_minimum_rate_is_served_past_the_grace(tmp_path: Path) -> None:
+    # 1 KiB every 0.25 s (4 KiB/s) for 4 s: longer than --read-timeout 1, faster than 1 KiB/s
+    server = _start(tmp_path)
+    try:
+        audio = PART + wav(0.5) + TAIL
+        with _connect(server) as sock:
+            sock.sendall(f"{UPLOAD}Content-Length: {len(audio)}\r\n\r\n".encode())
+            start = time.monotonic()
+            for offset in range(0, len(audio), 1024):
+                sock.sendall(audio[offset : offset + 1024])
+                time.sleep(0.25)
+            assert time.monotonic() - start > 2  # well past the grace
+            status, body = _read_response(sock)
+        assert status == 200, body
+        assert json.loads(body)["text"] == "Hello world."
+    finally:
+        server.stop()
+
+
 KEY = "sk-slow-client-key"
 GIGABYTES = 2 << 30
 
