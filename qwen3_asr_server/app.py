@@ -29,6 +29,7 @@ from .middleware.auth import Authentication
 from .middleware.body_limits import BodyLimit, body_caps
 from .middleware.disconnect import CancelOnDisconnect
 from .middleware.drain import DrainMiddleware
+from .middleware.early_close import CloseEarlyAnswers
 from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
 from .middleware.origin import OriginCheck
@@ -218,7 +219,8 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     """The middleware. Added last is outermost: metrics see every answer, each carries its
     request id; the access log sees the id and the final status (an unexpected error's 500
     included); a draining server refuses before another site's page and the key are looked
-    at, the key before the body is read."""
+    at, the key before the body is read; any answer given before the body is in closes its
+    connection."""
     settings = state.settings
     app.add_middleware(BodyLimit, caps=body_caps(settings.upload_bytes, settings.json_bytes))
     app.add_middleware(CancelOnDisconnect)
@@ -229,3 +231,4 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
+    app.add_middleware(CloseEarlyAnswers)

@@ -134,6 +134,12 @@ class CoreSettings(BaseModel):
         description="Seconds a client may take to send a request's head, and the longest pause "
         "while it sends the body; then 408 and the connection closes.",
     )
+    min_body_rate: float = Field(
+        1.0,
+        gt=0,
+        description="Slowest a request body may arrive, in KiB/s on average, after a grace of "
+        "--read-timeout seconds; then 408 and the connection closes.",
+    )
     shutdown_timeout: int = Field(
         30,
         ge=0,

@@ -1,11 +1,15 @@
-"""uvicorn's protocols with what they lack: a capped request head and a read timeout (HTTP), and
-a quiet WebSocket refusal.
+"""uvicorn's protocols with what they lack: a capped request head, a read timeout and a minimum
+body rate (HTTP), and a quiet WebSocket refusal.
 
 uvicorn 0.54 accumulates a request's URL and headers without bound (one endless header is a
 memory DoS), and it has no timer for a client that sends its head slowly (slowloris), sends
 nothing at all, or stalls in the middle of a body (slow POST): its keep-alive timer only covers
 the idle time after a response. This subclass answers such clients itself, in OpenAI's error
-shape, and closes the connection. Everything else is uvicorn's own code, reached through super().
+shape, and closes the connection. A pause timer alone is re-armed by every byte, so a body also
+has a deadline that each byte moves by its share of a minimum rate, as Apache's mod_reqtimeout
+does (`body=read_timeout,MinRate=min_body_rate`): a client trickling a byte a second is cut
+off after the grace, one on a slow link is not. Everything else is uvicorn's own code, reached
+through super().
 
 uvicorn 0.54's websockets-sansio protocol logs "ASGI callable returned without completing
 handshake" at ERROR after every handshake the app refuses with an HTTP answer (an API key
@@ -34,9 +38,11 @@ MAX_HEAD_BYTES = 64 * 1024  # request line + headers; one read chunk may oversho
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol plus MAX_HEAD_BYTES and `read_timeout` (set by `guarded_protocol`)."""
+    """HttpToolsProtocol plus MAX_HEAD_BYTES, `read_timeout` and `min_body_rate` (bytes per
+    second), set by `guarded_protocol`."""
 
     read_timeout: float = 30.0
+    min_body_rate: float = 1024.0
 
     # What the client owes us under the timer: nothing yet (a fresh connection), the rest of a
     # request head, or the rest of a body. Between requests nothing is timed here: that idle
@@ -44,6 +50,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _reading: Literal["nothing", "head", "body"] = "nothing"
     _head_bytes = 0
     _timer: asyncio.TimerHandle | None = None
+    # When the body must be in at the latest (loop time): the grace after the head, moved on by
+    # each chunk's share of min_body_rate; and whether the armed timer is that deadline's.
+    _body_deadline = 0.0
+    _too_slow = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -62,6 +72,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             if self._timer is None:  # the next request on a kept-alive connection begins
                 self._arm()
         elif self._reading == "body":
+            self._body_deadline += len(data) / self.min_body_rate
             self._arm()  # the body moves: the allowed pause starts over
         super().data_received(data)
         if self.transport.get_protocol() is not self:  # upgraded: no longer ours to time
@@ -86,6 +97,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         self._reading = "body"
+        self._body_deadline = self.loop.time() + self.read_timeout
         self._arm()
 
     def on_message_complete(self) -> None:
@@ -95,7 +107,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _arm(self) -> None:
         self._disarm()
-        self._timer = self.loop.call_later(self.read_timeout, self._timed_out)
+        delay = self.read_timeout
+        if self._reading == "body":
+            left = self._body_deadline - self.loop.time()
+            self._too_slow = left < delay
+            delay = max(0.0, min(delay, left))
+        self._timer = self.loop.call_later(delay, self._timed_out)
 
     def _disarm(self) -> None:
         if self._timer is not None:
@@ -114,9 +131,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         else:  # a pipelined head: the previous request is still being answered
             busy = not cycle.response_complete
         if busy or self.flow.read_paused:  # the slow one is us, not the client
+            if self._reading == "body":  # whose rate counts from when we read again
+                self._body_deadline = max(self._body_deadline, self.loop.time() + self.read_timeout)
             self._arm()
         elif self._reading == "nothing":
             self.transport.close()
+        elif self._reading == "body" and self._too_slow:
+            logger.warning("Request body from %s arrived too slowly", self.client)
+            rate = self.min_body_rate / 1024
+            message = f"The request body arrived slower than {rate:g} KiB/s."
+            self._refuse(408, message, "request_timeout")
         else:
             logger.warning("Request from %s timed out while it was sent", self.client)
             message = f"The request was not received within {self.read_timeout:g} seconds."
@@ -146,13 +170,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def guarded_protocol(read_timeout: float) -> type[HttpToolsProtocol]:
-    """The protocol class to pass to `uvicorn.Config(http=...)`, with this read timeout."""
+def guarded_protocol(read_timeout: float, min_body_rate_kib: float) -> type[HttpToolsProtocol]:
+    """The protocol class to pass to `uvicorn.Config(http=...)`, with this read timeout and
+    minimum body rate (KiB/s)."""
 
     class Configured(GuardedHttpToolsProtocol):
         pass
 
     Configured.read_timeout = read_timeout
+    Configured.min_body_rate = min_body_rate_kib * 1024
     return Configured
 
 

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 
 import uvicorn
 from fastapi import FastAPI
+from pydantic import SecretStr
 
 from ..settings import MIB, Settings
+from . import log_redaction
 from .drain import ANSWER_GRACE, Drain
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
@@ -66,6 +68,13 @@ def configure_logging(settings: Settings) -> None:
         level=settings.log_level.upper(),
         format=f"%(asctime)s %(levelname)s{process} %(name)s: %(message)s",
     )
+    log_redaction.install(secrets(settings))
+
+
+def secrets(settings: Settings) -> list[str]:
+    """The values of the server's secret settings, which no log line may show."""
+    values = (getattr(settings, name) for name in type(settings).model_fields)
+    return [each.get_secret_value() for each in values if isinstance(each, SecretStr)]
 
 
 def return_freed_memory() -> None:
@@ -88,11 +97,13 @@ def return_freed_memory() -> None:
 
 
 def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
-    return uvicorn.Config(
+    """uvicorn's configuration; making it configures uvicorn's loggers, whose handlers then get
+    the redaction the root's has."""
+    configured = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        http=guarded_protocol(settings.read_timeout),
+        http=guarded_protocol(settings.read_timeout, settings.min_body_rate),
         ws=DenialAwareWebSocketsProtocol,
         log_level=settings.log_level,
         # Only what the drain did not cover: a request still being uploaded, an idle connection.
@@ -100,6 +111,8 @@ def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
         backlog=settings.backlog,
         access_log=False,  # middleware.access_log writes one line per request, with its id
     )
+    log_redaction.install(secrets(settings))
+    return configured
 
 
 def bind(settings: Settings) -> socket.socket | None:

@@ -4,8 +4,8 @@ Plain HTML, CSS and JavaScript (`static/`), no build step and no third-party ori
 works on a box without network. The page is a client like any other: it calls the public
 API with the key the user gives it (kept in the browser), so the API's auth is unchanged and
 the page itself needs none. Every answer here carries a Content-Security-Policy that allows
-nothing inline and nothing from elsewhere, and forbids framing; `--no-ui` leaves these
-routes out altogether.
+nothing inline and nothing from elsewhere, and forbids framing. They only ever read: GET and
+HEAD, any other method OpenAI's 405 with `Allow`. `--no-ui` leaves these routes out altogether.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ HEADERS = {
     "cross-origin-opener-policy": "same-origin",
     "permissions-policy": "microphone=(self), camera=(), geolocation=()",
 }
+READ_ONLY = ("GET", "HEAD")  # the routes' methods; the static files allow these only too
 
 
 class _Secured:
@@ -68,7 +69,7 @@ async def _languages(_: Request) -> Response:
 
 def playground() -> list[BaseRoute]:
     return [
-        NamedRoute("/", _Secured(request_response(_page)), methods=["GET", "HEAD"]),
-        NamedRoute("/ui/languages.json", _Secured(request_response(_languages))),
+        NamedRoute("/", _Secured(request_response(_page)), methods=READ_ONLY),
+        NamedRoute("/ui/languages.json", _Secured(request_response(_languages)), methods=READ_ONLY),
         NamedMount("/ui", _Secured(STATIC), name="ui"),
     ]

@@ -96,3 +96,16 @@ async def test_the_page_and_its_files_are_counted_under_their_routes(harness: Ha
     for template in ("/", "/ui", "/ui/languages.json"):
         assert f'method="GET",path="{template}",status="200"}} 1.0' in metrics, template
     assert 'path="unmatched"' not in metrics
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/", "/ui/app.js", "/ui/languages.json", "/ui/nothing.js"])
+async def test_the_page_and_its_files_answer_get_and_head_only(
+    harness: Harness, path: str, method: str
+) -> None:
+    response = await harness.http.request(method, path, content=b"{}")
+    assert response.status_code == 405
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert {each.strip() for each in response.headers["allow"].split(",")} == {"GET", "HEAD"}
+    assert (await harness.http.head(path)).status_code in (200, 404)

@@ -1,7 +1,9 @@
-"""Hostile and slow clients against the real server process: huge heads, slowloris, slow POST.
+"""Hostile and slow clients against the real server process: huge heads, slowloris, slow POST,
+early answers to bodies still on their way.
 
-Each test starts `server.py --read-timeout 1` and talks to it over raw sockets. The waits are
-generous (WAIT seconds); what is asserted is that the server answered and closed, not how fast.
+Each test starts `server.py --read-timeout 1` (or more) and talks to it over raw sockets. The
+waits are generous (WAIT seconds); what is asserted is that the server answered and closed, not
+how fast.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, install_launcher, memory
@@ -33,9 +36,11 @@ UPLOAD = (
 )
 
 
-def _start(tmp_path: Path, env: dict[str, str] | None = None) -> ServerProcess:
+def _start(
+    tmp_path: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> ServerProcess:
     install_launcher(tmp_path / "bin", "vllm")
-    server = ServerProcess(tmp_path, ["--model", "m", "--read-timeout", "1"], env)
+    server = ServerProcess(tmp_path, ["--model", "m", "--read-timeout", "1", *args], env)
     try:
         server.wait_for_health(200)
     except BaseException:
@@ -65,7 +70,30 @@ def _until_closed(sock: socket.socket) -> bytes:
     raise AssertionError(f"the server did not close the connection; it sent {answer[:200]!r}")
 
 
-def _assert_error(answer: bytes, status: int, code: str) -> None:
+def _trickle(sock: socket.socket, every: float = 0.3) -> tuple[bytes, float]:
+    """Send a byte every `every` seconds until the server closes: what it sent, and after how
+    many seconds it closed; fails if it has not closed within WAIT."""
+    sock.settimeout(every)
+    answer = b""
+    start = time.monotonic()
+    while time.monotonic() < start + WAIT:
+        with contextlib.suppress(OSError):
+            sock.sendall(b"X")
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        answer += chunk
+    else:
+        raise AssertionError(f"the server did not close; it sent {answer[:200]!r}")
+    return answer, time.monotonic() - start
+
+
+def _assert_error(answer: bytes, status: int, code: str, param: str | None = None) -> None:
     """An OpenAI-shaped error answer with `Connection: close`."""
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
@@ -76,7 +104,7 @@ def _assert_error(answer: bytes, status: int, code: str) -> None:
     error = json.loads(body)["error"]
     assert set(error) == {"message", "type", "param", "code"}
     assert error["type"] == "invalid_request_error"
-    assert error["param"] is None
+    assert error["param"] == param
     assert error["code"] == code
     assert error["message"]
 
@@ -142,23 +170,7 @@ def test_slowloris_gets_408_and_is_closed(tmp_path: Path) -> None:
     try:
         with _connect(server) as sock:
             sock.sendall(UPLOAD.encode())
-            sock.settimeout(0.3)
-            answer = b""
-            deadline = time.monotonic() + WAIT
-            while time.monotonic() < deadline:
-                with contextlib.suppress(OSError):
-                    sock.sendall(b"X")  # one byte of a header name every 0.3 s
-                try:
-                    chunk = sock.recv(65536)
-                except TimeoutError:
-                    continue
-                except ConnectionResetError:
-                    break
-                if not chunk:
-                    break
-                answer += chunk
-            else:
-                raise AssertionError(f"the server did not close; it sent {answer[:200]!r}")
+            answer, _ = _trickle(sock)  # one byte of a header name every 0.3 s
         _assert_error(answer, 408, "request_timeout")
     finally:
         server.stop()
@@ -218,5 +230,89 @@ def test_a_keep_alive_client_may_pause_between_requests(tmp_path: Path) -> None:
             sock.sendall(upload)
             status, body = _read_response(sock)
             assert status == 200, body
+    finally:
+        server.stop()
+
+
+def test_a_body_trickled_below_the_pause_timeout_is_cut_at_the_minimum_rate(
+    tmp_path: Path,
+) -> None:
+    # a byte every 0.3 s never pauses for --read-timeout 1, but is far below 1 KiB/s
+    server = _start(tmp_path)
+    try:
+        with _connect(server) as sock:
+            sock.sendall(f"{UPLOAD}Content-Length: {4 * MIB}\r\n\r\n".encode() + PART)
+            answer, seconds = _trickle(sock)
+        _assert_error(answer, 408, "request_timeout")
+        assert b"KiB/s" in answer
+        print(f"cut after {seconds:.1f} s")
+        _transcribes(server)
+    finally:
+        server.stop()
+
+
+def test_a_slow_link_above_the_minimum_rate_is_served_past_the_grace(tmp_path: Path) -> None:
+    # 1 KiB every 0.25 s (4 KiB/s) for 4 s: longer than --read-timeout 1, faster than 1 KiB/s
+    server = _start(tmp_path)
+    try:
+        audio = PART + wav(0.5) + TAIL
+        with _connect(server) as sock:
+            sock.sendall(f"{UPLOAD}Content-Length: {len(audio)}\r\n\r\n".encode())
+            start = time.monotonic()
+            for offset in range(0, len(audio), 1024):
+                sock.sendall(audio[offset : offset + 1024])
+                time.sleep(0.25)
+            assert time.monotonic() - start > 2  # well past the grace
+            status, body = _read_response(sock)
+        assert status == 200, body
+        assert json.loads(body)["text"] == "Hello world."
+    finally:
+        server.stop()
+
+
+KEY = "sk-slow-client-key"
+GIGABYTES = 2 << 30
+
+
+@pytest.mark.parametrize(
+    ("head", "status", "code"),
+    [
+        (f"{UPLOAD}Content-Length: {GIGABYTES}\r\n", 401, "missing_api_key"),
+        (
+            f"POST /health HTTP/1.1\r\nHost: asr\r\nContent-Length: {GIGABYTES}\r\n",
+            405,
+            "method_not_allowed",
+        ),
+        (
+            f"PUT /nowhere HTTP/1.1\r\nHost: asr\r\nContent-Length: {GIGABYTES}\r\n",
+            404,
+            "not_found",
+        ),
+        (
+            f"{UPLOAD}Authorization: Bearer {KEY}\r\nContent-Length: {GIGABYTES}\r\n",
+            413,
+            "file_too_large",
+        ),
+        (f"{UPLOAD}Transfer-Encoding: chunked\r\n", 401, "missing_api_key"),
+    ],
+    ids=["401", "405", "404", "413", "401-chunked"],
+)
+def test_an_answer_before_the_body_closes_the_connection(
+    tmp_path: Path, head: str, status: int, code: str
+) -> None:
+    # --read-timeout 20: neither the pause timer nor the minimum rate cuts in within WAIT
+    server = _start(tmp_path, args=("--api-key", KEY, "--read-timeout", "20"))
+    try:
+        with _connect(server) as sock:
+            chunked = "chunked" in head  # then the bytes trickled are one huge chunk's
+            sock.sendall(head.encode() + b"\r\n" + (b"7fffffff\r\n" if chunked else b""))
+            answer, seconds = _trickle(sock)
+        _assert_error(answer, status, code, "file" if status == 413 else None)
+        print(f"closed after {seconds:.1f} s")
+        with _connect(server) as sock:  # a request without a body keeps its connection
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: asr\r\n\r\n")
+            assert _read_response(sock)[0] == 200
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: asr\r\n\r\n")
+            assert _read_response(sock)[0] == 200
     finally:
         server.stop()
