@@ -36,7 +36,7 @@ from .middleware.origin import OriginCheck
 from .middleware.request_id import RequestIdMiddleware
 from .networks import Shared
 from .protocol.fields import Policy
-from .realtime.seats import LocalSeats, Seats
+from .realtime.seats import WYOMING, LocalSeats, Seats
 from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
@@ -68,6 +68,7 @@ class Backends:
     aligner: BackendState | None
     admission: Slots
     seats: Seats
+    connections: Seats  # to the Wyoming port
     budget: AudioBudget
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
     started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
@@ -89,6 +90,7 @@ def own_backends(
         aligner=supervisors[1] if len(supervisors) > 1 else None,
         admission=admission,
         seats=LocalSeats(settings.max_sessions, metrics),
+        connections=LocalSeats(settings.wyoming_max_connections, metrics, WYOMING),
         budget=AudioBudget(
             LocalLedger(), budget_seconds(settings), settings.queue_timeout, metrics
         ),
@@ -154,6 +156,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         speech_model=speech_model,
         diarizer=diarizer,
         seats=parts.seats,
+        connections=parts.connections,
         aligner=aligner,
     )
 

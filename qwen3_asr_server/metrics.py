@@ -123,6 +123,12 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.wyoming_connections = Gauge(
+            "qwen3_asr_wyoming_connections",
+            "Wyoming connections open now (at most --wyoming-max-connections).",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
         self.upstream_in_flight = Gauge(
             "qwen3_asr_upstream_in_flight",
             "Requests to vLLM in flight (at most --max-concurrent).",
@@ -144,8 +150,9 @@ class Metrics:
         self.rejected = Counter(
             "qwen3_asr_rejected",
             "Requests answered 429: the queue was full, no slot came free in time, their "
-            "audio found no room in --audio-budget-seconds in time, or (session_limit) a "
-            "Realtime handshake found --max-sessions open.",
+            "audio found no room in --audio-budget-seconds in time, (session_limit) a "
+            "Realtime handshake found --max-sessions open, or (wyoming_connection_limit) a "
+            "Wyoming connection found --wyoming-max-connections open and was closed.",
             ["reason"],
             registry=self.registry,
         )

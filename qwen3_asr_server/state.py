@@ -40,6 +40,7 @@ class AppState:
     speech_model: Shared[SpeechModel]
     diarizer: SpeakerFinder | None  # None: --diarizer none
     seats: Seats  # Realtime sessions open, at most --max-sessions
+    connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
 
 

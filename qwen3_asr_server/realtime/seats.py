@@ -1,14 +1,22 @@
-"""How many Realtime sessions may be open at once, over the whole server (`--max-sessions`).
+"""How many Realtime sessions (`--max-sessions`), and Wyoming connections
+(`--wyoming-max-connections`), may be open at once, over the whole server.
 
 A session may hold up to 600 s of audio and runs VAD on every frame it gets (about 1% of a
 core each): without a bound, enough of them crowd out the CPU vLLM and the uploads need. A
 handshake over the limit is refused before it is accepted: a 429 with `Retry-After`, or a
 close with 1013 (try again later) where the server cannot answer a handshake over HTTP.
+A Wyoming connection has no authentication and holds a descriptor and its buffers: one over
+the limit is closed as soon as it is accepted (`wyoming.listener`). Both are counted alike,
+each `Kind` by itself: in this process (`LocalSeats`), or with `--workers N` in the table the
+workers share (`workers.admission.SharedSeats`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
+
+from prometheus_client import Gauge
 
 from ..errors import APIError
 from ..metrics import Metrics
@@ -16,8 +24,37 @@ from ..metrics import Metrics
 RETRY_AFTER_SECONDS = 5
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What seats are counted for: the column of the workers' table that holds each worker's
+    count (`workers.table`), the gauge that shows it, the reason `qwen3_asr_rejected_total`
+    counts a refusal under, and the words a refusal says."""
+
+    column: str
+    gauge: str  # the Metrics attribute
+    reason: str
+    what: str
+    flag: str
+
+    def shown(self, metrics: Metrics) -> Gauge:
+        gauge: Gauge = getattr(metrics, self.gauge)
+        return gauge
+
+
+REALTIME = Kind(
+    "sessions", "realtime_sessions", "session_limit", "Realtime sessions", "--max-sessions"
+)
+WYOMING = Kind(
+    "wyoming",
+    "wyoming_connections",
+    "wyoming_connection_limit",
+    "Wyoming connections",
+    "--wyoming-max-connections",
+)
+
+
 class Seats(Protocol):
-    """What a session takes before its handshake is accepted and gives back when it ends:
+    """What a session (a connection) takes before it is accepted and gives back when it ends:
     `LocalSeats`, or with `--workers N` the one shared by the workers
     (`workers.admission.SharedSeats`)."""
 
@@ -25,12 +62,12 @@ class Seats(Protocol):
     def leave(self) -> None: ...
 
 
-def full(limit: int, metrics: Metrics) -> APIError:
-    metrics.rejected.labels(reason="session_limit").inc()
+def full(limit: int, metrics: Metrics, kind: Kind = REALTIME) -> APIError:
+    metrics.rejected.labels(reason=kind.reason).inc()
     return APIError(
         429,
-        f"The server has {limit} Realtime sessions open, as many as it allows "
-        "(--max-sessions); retry after a moment.",
+        f"The server has {limit} {kind.what} open, as many as it allows ({kind.flag}); "
+        "retry after a moment.",
         type="requests",
         code="session_limit_reached",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
@@ -38,19 +75,20 @@ def full(limit: int, metrics: Metrics) -> APIError:
 
 
 class LocalSeats:
-    """At most `limit` sessions open in this, the one server process."""
+    """At most `limit` of `kind` open in this, the one server process."""
 
-    def __init__(self, limit: int, metrics: Metrics) -> None:
+    def __init__(self, limit: int, metrics: Metrics, kind: Kind = REALTIME) -> None:
         self.limit = limit
         self.metrics = metrics
+        self.kind = kind
         self.taken = 0
 
     def take(self) -> None:
         if self.taken >= self.limit:
-            raise full(self.limit, self.metrics)
+            raise full(self.limit, self.metrics, self.kind)
         self.taken += 1
-        self.metrics.realtime_sessions.set(self.taken)
+        self.kind.shown(self.metrics).set(self.taken)
 
     def leave(self) -> None:
         self.taken -= 1
-        self.metrics.realtime_sessions.set(self.taken)
+        self.kind.shown(self.metrics).set(self.taken)

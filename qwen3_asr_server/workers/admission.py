@@ -19,7 +19,7 @@ import time
 
 from ..backend.admission import busy
 from ..metrics import Metrics
-from ..realtime.seats import full
+from ..realtime.seats import REALTIME, Kind, full
 from .table import Table
 
 POLL = 0.005  # seconds; what a slot freed in another worker may stay unused at most
@@ -128,25 +128,35 @@ class SharedAdmission:
 
 class SharedSeats:
     """`realtime.seats.LocalSeats` for all the workers together: at most `limit` Realtime
-    sessions open over the whole server, whichever workers they came to."""
+    sessions (or Wyoming connections, by `kind`) open over the whole server, whichever
+    workers they came to."""
 
-    def __init__(self, table: Table, index: int, limit: int, metrics: Metrics) -> None:
+    def __init__(
+        self, table: Table, index: int, limit: int, metrics: Metrics, kind: Kind = REALTIME
+    ) -> None:
         self.table = table
         self.limit = limit
         self.metrics = metrics
+        self.kind = kind
         self._mine = table.worker(index)
 
     def take(self) -> None:
+        column = self.kind.column
         with self.table.locked():
-            if self.table.sessions() >= self.limit:
-                raise full(self.limit, self.metrics)
-            self._mine.sessions += 1
-        self.metrics.realtime_sessions.set(self._mine.sessions)
+            if self.table.seats(column) >= self.limit:
+                raise full(self.limit, self.metrics, self.kind)
+            setattr(self._mine, column, getattr(self._mine, column) + 1)
+        self._show()
 
     def leave(self) -> None:
+        column = self.kind.column
         with self.table.locked():
-            self._mine.sessions -= 1
-        self.metrics.realtime_sessions.set(self._mine.sessions)
+            setattr(self._mine, column, getattr(self._mine, column) - 1)
+        self._show()
+
+    def _show(self) -> None:
+        """This worker's share of the gauge; /metrics sums the workers' (livesum)."""
+        self.kind.shown(self.metrics).set(getattr(self._mine, self.kind.column))
 
 
 class SharedLedger:

@@ -1,8 +1,8 @@
 """The table the main process and its workers share: one small file, mapped into each of them.
 
 It holds what the supervisors know of each backend (written by the main process, read by the
-workers) and each worker's admission counts, audio reserved and Realtime sessions (written by
-that worker, summed by all of them).
+workers) and each worker's admission counts, audio reserved, Realtime sessions and Wyoming
+connections (written by that worker, summed by all of them).
 Whatever must be read or changed whole is under `locked()`: an flock on the file, which the
 kernel lets go when its holder dies, so a worker killed at any moment never wedges the rest.
 """
@@ -50,6 +50,7 @@ class _Worker(ctypes.Structure):
         ("restarts", ctypes.c_uint32),  # workers started in its place after one died
         ("audio", ctypes.c_int64),  # samples of decoded audio its requests reserved
         ("audio_head", ctypes.c_int64),  # when its first request waiting for audio began (ns)
+        ("wyoming", ctypes.c_int32),  # Wyoming connections it has open
     ]
 
 
@@ -119,9 +120,10 @@ class Table:
         """Each worker's count of restarts."""
         return [int(self._layout.workers[index].restarts) for index in range(self.workers)]
 
-    def sessions(self) -> int:
-        """Realtime sessions open, over every worker; call it `locked()`."""
-        return sum(self._layout.workers[index].sessions for index in range(self.workers))
+    def seats(self, column: str) -> int:
+        """Seats of one kind (`realtime.seats.Kind`) taken, over every worker: `sessions`
+        (Realtime) or `wyoming` (connections); call it `locked()`."""
+        return sum(getattr(self._layout.workers[index], column) for index in range(self.workers))
 
     def audio(self) -> int:
         """Samples of audio reserved, over every worker; call it `locked()`."""
@@ -167,4 +169,4 @@ class Table:
         with self.locked():
             entry = self.worker(index)
             entry.pid = entry.taken = entry.waiting = entry.head = entry.sessions = 0
-            entry.audio = entry.audio_head = 0
+            entry.audio = entry.audio_head = entry.wyoming = 0

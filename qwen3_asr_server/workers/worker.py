@@ -26,6 +26,7 @@ from ..backend.admission import limit_of
 from ..cli import parse_args
 from ..errors import LaunchError
 from ..metrics import Metrics
+from ..realtime.seats import WYOMING
 from ..serving import server as serving
 from ..settings import Settings
 from ..transcription.budget import AudioBudget, budget_seconds
@@ -53,6 +54,7 @@ def backends(
         aligner=views[1] if len(views) > 1 else None,
         admission=admission,
         seats=SharedSeats(table, index, settings.max_sessions, metrics),
+        connections=SharedSeats(table, index, settings.wyoming_max_connections, metrics, WYOMING),
         budget=AudioBudget(
             SharedLedger(table, index), budget_seconds(settings), settings.queue_timeout, metrics
         ),

@@ -22,9 +22,10 @@ from ..silero import SpeechModel
 from .endpoint import Endpoint
 
 # A voice command lasts seconds. Its audio is held until its end, and Wyoming has no
-# authentication, so the server bounds it far below --max-audio-seconds: 5 minutes are 9.6 MB.
-# (The endpoint's bounds end a command sooner, unless one chunk holds more than they do.)
-MAX_SECONDS = 300.0
+# authentication, so the server bounds it far below --max-audio-seconds, endpointing or not
+# (--wyoming-max-audio-seconds; its default, 60 s, is 1.9 MB at 16 kHz). The endpoint's bounds
+# end a command sooner, unless one chunk holds more than they do.
+MAX_SECONDS = 60.0
 
 
 class Refusal(Exception):
@@ -62,6 +63,7 @@ class Command:
         speech: Callable[[], SpeechModel],
         transcribe: Transcribe | None = None,
         endpointing: bool = True,
+        max_seconds: float = MAX_SECONDS,
     ) -> None:
         self.language: Language | None = None
         if transcribe is not None:
@@ -73,6 +75,7 @@ class Command:
         self._format = (0, 0, 0)  # the chunks' rate, width and channels the resampler takes
         self._parts: list[npt.NDArray[np.int16]] = []
         self._seconds = 0.0  # of audio received
+        self._max_seconds = max_seconds
         self._endpoint = (
             Endpoint(speech, transcribe.vad_sensitivity if transcribe else None)
             if endpointing
@@ -107,10 +110,11 @@ class Command:
             )
         # counted as sent, before resampling: 4 MiB of 1 kHz audio would be 128 MB at 16 kHz
         self._seconds += len(chunk.audio) / (width * channels * chunk.rate)
-        if self._seconds > MAX_SECONDS:
+        if self._seconds > self._max_seconds:
             raise Refusal(
                 "audio-too-long",
-                f"A command may hold at most {describe_seconds(MAX_SECONDS)} of audio.",
+                f"A command may hold at most {describe_seconds(self._max_seconds)} of audio "
+                "(--wyoming-max-audio-seconds).",
             )
         if self._resampler is None or self._format != (chunk.rate, width, channels):
             self._format = (chunk.rate, width, channels)

@@ -13,11 +13,18 @@ drain) is an `error` event; the rest of that command (up to its `audio-stop`) is
 dropped, and the connection serves the next. Closing at once instead would drop what the
 client is still sending unread, and the kernel would answer it with a reset, which can reach
 the client before it has read the error.
+
+An event that cannot be read at all (`events.BadEvent`: not a Wyoming event, over its size,
+not whole within --wyoming-event-timeout, or a `transcribe` whose fields are not strings) is
+one line in the log and an `error` event, and the connection is closed: what follows it
+cannot be trusted to be events. A connection that sends no event for --wyoming-idle-timeout
+is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -34,6 +41,7 @@ from ..audio import Audio
 from ..errors import APIError
 from ..state import AppState
 from .command import Command, Refusal
+from .events import BadEvent, Idle, read_event
 from .info import info
 from .vocabulary import Vocabulary
 
@@ -57,6 +65,43 @@ class Handler(AsyncEventHandler):
         self.dropping = False  # a command refused: its events are dropped until audio-stop
         self.answered = False  # a command answered at its end heard: its chunks are dropped
 
+    async def run(self) -> None:
+        """Serve events until the client leaves, is idle too long or sends one that cannot
+        be read (the library's `run`, with the port's bounds and its own reader)."""
+        settings = self.state.settings
+        self._is_running = True
+        try:
+            while self._is_running:
+                event = await read_event(
+                    self.reader, settings.wyoming_idle_timeout, settings.wyoming_event_timeout
+                )
+                if event is None or not await self.handle_event(event):
+                    break
+        except Idle:
+            logger.info(
+                "wyoming connection from %s closed: no event in %g s",
+                self._peer(),
+                settings.wyoming_idle_timeout,
+            )
+        except BadEvent as exc:
+            await self._refuse(exc)
+        finally:
+            await self.disconnect()
+            self.writer.close()
+
+    async def _refuse(self, bad: BadEvent) -> None:
+        """One line for an event that cannot be read, and the `error` event if the client
+        still reads."""
+        logger.log(bad.level, "wyoming event refused from %s: %s", self._peer(), bad.text)
+        self._end("invalid")
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(self.state.settings.wyoming_event_timeout):
+                await self.write_event(Error(text=bad.text, code=bad.code).event())
+
+    def _peer(self) -> str:
+        peer = self.writer.get_extra_info("peername")
+        return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
             await self.write_event(info(self.state.settings).event())
@@ -74,8 +119,9 @@ class Handler(AsyncEventHandler):
         self.dropping = False
         try:
             if Transcribe.is_type(event.type):
+                transcribe = _transcribe(event)
                 self._end("replaced")  # a new transcribe starts the command afresh
-                self._begin(Transcribe.from_event(event))
+                self._begin(transcribe)
             elif AudioStart.is_type(event.type) and self.command is None:
                 self._begin(None)
             elif AudioChunk.is_type(event.type):
@@ -111,7 +157,11 @@ class Handler(AsyncEventHandler):
             )
         settings = self.state.settings
         command = Command(
-            self.state.catalog, self.state.speech_model, transcribe, settings.wyoming_endpointing
+            self.state.catalog,
+            self.state.speech_model,
+            transcribe,
+            settings.wyoming_endpointing,
+            settings.wyoming_max_audio_seconds,
         )
         self.state.drain.enter()
         self.command = command
@@ -183,6 +233,15 @@ class Handler(AsyncEventHandler):
         heard = stream.spoken[0].code if stream.spoken else forced
         await self.write_event(Transcript(text=text, language=heard).event())
         service.finished(spoken.duration, stream.tokens, "wyoming", text, self.request_id)
+
+
+def _transcribe(event: Event) -> Transcribe:
+    """The `transcribe` an event carries; a BadEvent when a field it reads is not a string."""
+    data = event.data or {}
+    for key in ("name", "language", "vad_sensitivity"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise BadEvent("bad-event", f"A transcribe's `{key}` must be a string.")
+    return Transcribe.from_event(event)
 
 
 def _chunk(event: Event) -> AudioChunk:

@@ -6,6 +6,11 @@ end: the drain (`serving.drain`) runs before that end, so a command in flight fi
 new one is refused with an `error` event; then every connection left is closed. The
 listener owns the commands' context (`vocabulary`) and, with `--hass-url`, the connection
 that follows Home Assistant's names into it (`hass`), for as long as it listens.
+
+Wyoming has no authentication, so what anyone who reaches the port can hold is bounded: at
+most --wyoming-max-connections open over the whole server (`realtime.seats`, shared by the
+workers), one more closed as soon as it is accepted; each reads its events within the
+port's timeouts and size (`events`), and each command's audio is bounded (`command`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Awaitable, Callable
 
+from ..errors import APIError
+from ..realtime.seats import Seats
 from ..state import AppState
 from .handler import Handler
 from .hass import HomeAssistant
@@ -22,21 +30,28 @@ from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
-# An event's header line is at most asyncio's 64 KiB (its reader's limit); its data and payload
-# come after, as long as the header says. The wyoming library reads what it is told, so the
-# reader here refuses more than this for one event: an audio chunk is 20-100 ms of audio,
-# under 100 KB even as 48 kHz stereo 32-bit PCM.
-MAX_EVENT_BYTES = 4 << 20
+
+class _Refused(asyncio.Protocol):
+    """A connection over --wyoming-max-connections: closed as soon as it is accepted, with
+    no buffers and no handler built for it."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
 
 
-class BoundedReader(asyncio.StreamReader):
-    """A connection's reader that will not read past MAX_EVENT_BYTES at once. The library
-    takes its ValueError for the end of the stream, and the connection is closed."""
+class _Seated(asyncio.StreamReaderProtocol):
+    """A connection within the limit: its seat is given back when it is gone, whatever
+    ended it (the handler, the client, the server's close)."""
 
-    async def readexactly(self, n: int) -> bytes:
-        if n > MAX_EVENT_BYTES:
-            raise ValueError(f"an event of {n} bytes is over {MAX_EVENT_BYTES}")
-        return await super().readexactly(n)
+    def __init__(self, seats: Seats, serve: Callable[..., Awaitable[None]]) -> None:
+        super().__init__(asyncio.StreamReader(), serve)
+        self._seats: Seats | None = seats
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self._seats is not None:
+            self._seats.leave()
+            self._seats = None
 
 
 class Listener:
@@ -45,6 +60,7 @@ class Listener:
         self.state = state
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Handler] = {}
+        self._full = False  # refusing connections: said once in the log, until one is taken
         settings = state.settings
         self.vocabulary = Vocabulary(settings, state.policy.context_limit)
         self.home: HomeAssistant | None = None
@@ -54,14 +70,10 @@ class Listener:
             )
 
     async def start(self) -> None:
-        """Listen, as `asyncio.start_server` does, with a `BoundedReader` per connection."""
+        """Listen, as `asyncio.start_server` does, within --wyoming-max-connections."""
         loop = asyncio.get_running_loop()
-
-        def connection() -> asyncio.StreamReaderProtocol:
-            return asyncio.StreamReaderProtocol(BoundedReader(), self._serve)
-
         self._server = await loop.create_server(
-            connection, sock=self.sock, backlog=self.state.settings.backlog
+            self._connection, sock=self.sock, backlog=self.state.settings.backlog
         )
         host, port = self.sock.getsockname()[:2]
         logger.info("Wyoming protocol on tcp://%s:%d (no authentication)", host, port)
@@ -85,6 +97,19 @@ class Listener:
         if self._server is not None:
             await self._server.wait_closed()
 
+    def _connection(self) -> asyncio.BaseProtocol:
+        """A new connection's protocol: a seat taken (over all workers), or it is refused."""
+        seats = self.state.connections
+        try:
+            seats.take()
+        except APIError as full:  # counted (qwen3_asr_rejected_total), logged once a while
+            if not self._full:
+                logger.warning("Wyoming connections refused: %s", full.message)
+            self._full = True
+            return _Refused()
+        self._full = False
+        return _Seated(seats, self._serve)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -93,5 +118,9 @@ class Listener:
         try:
             with contextlib.suppress(OSError):  # a client gone: nothing more to say to it
                 await handler.run()
+        except asyncio.CancelledError:
+            # `close` ending it: the task ends quietly, as asyncio (3.11) logs a traceback
+            # for a connection's task that ends cancelled
+            task.uncancel()
         finally:
             del self._connections[task]

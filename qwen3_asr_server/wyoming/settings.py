@@ -61,6 +61,31 @@ class WyomingSettings(BaseModel):
         "(`--no-wyoming-endpointing`: only at `audio-stop`, and info asks for the client's "
         "VAD).",
     )
+    # Wyoming has no authentication: these bound what anyone who reaches the port can hold
+    wyoming_max_connections: int = Field(
+        32,
+        ge=1,
+        description="Wyoming connections open at once, over the whole server (every worker); "
+        "one beyond it is closed as soon as it is accepted.",
+    )
+    wyoming_idle_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds a Wyoming connection may send no event before it is closed.",
+    )
+    wyoming_event_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a Wyoming event (header, data and payload) has to arrive whole "
+        "once it has begun; then an `error` event and the connection is closed.",
+    )
+    wyoming_max_audio_seconds: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="Most seconds of audio one Wyoming command may hold (with or without "
+        "endpointing); beyond it the command ends with an `error` event.",
+    )
     wyoming_zeroconf: str | None = Field(
         None,
         min_length=1,

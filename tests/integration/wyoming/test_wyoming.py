@@ -14,7 +14,7 @@ import pytest
 from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
@@ -146,6 +146,9 @@ async def test_an_event_longer_than_its_bound_closes_the_connection(wyoming: Wyo
     header = b'{"type": "audio-chunk", "data": {"rate": 16000, "width": 2, "channels": 1}, '
     writer.write(header + b'"payload_length": 1073741824}\n')
     await writer.drain()
+    error = await asyncio.wait_for(async_read_event(reader), READ_TIMEOUT)
+    assert error is not None
+    assert Error.from_event(error).code == "event-too-large"
     assert await asyncio.wait_for(reader.read(), READ_TIMEOUT) == b""  # closed, not waiting
     writer.close()
     async with wyoming.client() as client:  # and the server goes on

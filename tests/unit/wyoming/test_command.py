@@ -12,7 +12,6 @@ from qwen3_asr_server.languages import SUPPORTED
 from qwen3_asr_server.networks import Shared
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.silero import SpeechModel
-from qwen3_asr_server.wyoming import command
 from qwen3_asr_server.wyoming.command import Command, Refusal, language_of
 from qwen3_asr_server.wyoming.info import info
 
@@ -73,9 +72,8 @@ def test_audio_it_cannot_read_is_refused(chunk: AudioChunk, code: str) -> None:
     assert refused.value.code == code
 
 
-def test_audio_past_the_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(command, "MAX_SECONDS", 1.0)
-    heard = Command(CATALOG, SPEECH)
+def test_audio_past_the_bound_is_refused() -> None:
+    heard = Command(CATALOG, SPEECH, max_seconds=1.0)
     heard.add(AudioChunk(16000, 2, 1, bytes(32000)))
     with pytest.raises(Refusal) as refused:
         heard.add(AudioChunk(16000, 2, 1, b"\0\0"))
