@@ -134,7 +134,7 @@ heavy=(tests/engine tests/containers tests/browser tests/pyannote)
 lane() {
     local name=$1 niceness=$2
     shift 2
-    nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider \
+    nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider --durations=15 \
         --basetemp="$temp/$name" "${deselect[@]}" "$@"
 }
 light() {
