@@ -200,14 +200,15 @@ async def test_a_piece_refused_for_its_content_is_not_sent_again(stream: str) ->
         assert "qwen3_asr_pieces_retried_total 0.0" in metrics
 
 
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["one worker", "two workers"])
 def test_a_backend_that_does_not_come_back_is_a_503_after_the_backend_wait(
-    tmp_path: Path,
+    tmp_path: Path, workers: list[str]
 ) -> None:
     install_launcher(tmp_path / "bin", "vllm")
     asked = tmp_path / "asked"
     remote = Remote(tmp_path, {**STANDIN, "FAKE_VLLM_ASKED": str(asked)})
     remote.start()
-    waits = ["--backend-wait", "2", "--request-timeout", "600"]
+    waits = ["--backend-wait", "2", "--request-timeout", "600", *workers]
     server = ServerProcess(tmp_path, [*SERVER, "--backend-url", remote.url, *waits])
     setup = Setup(server, asked, remote.kill)
     try:
