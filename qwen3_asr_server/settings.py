@@ -128,6 +128,12 @@ class CoreSettings(BaseModel):
     request_timeout: float = Field(
         600.0, gt=0, description="Seconds one upstream request may take."
     )
+    backend_wait: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds a long recording with pieces answered waits for a backend that "
+        "went away to serve again (then 503); a request with none answered gets the 503 at once.",
+    )
     read_timeout: float = Field(
         30.0,
         gt=0,

@@ -65,6 +65,7 @@ class Upstream:
         self.supervisor = supervisor
         self.served_name = settings.served_name
         self.timeout = settings.request_timeout
+        self.backend_wait = settings.backend_wait
         self.admission = admission
         self.metrics = metrics
         # One kept-alive connection per admission slot: no request waits for a connection,
@@ -96,20 +97,24 @@ class Upstream:
             raise unavailable("The server is shutting down; retry shortly.")
         check_ready(self.supervisor, "The speech model")
 
-    async def persist(self, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def persist(self, attempt: Callable[[], Awaitable[T]], at_stake: Callable[[], bool]) -> T:
         """`attempt()` (one piece's request), made again when it failed because the backend
-        went away, as soon as the backend serves again: a restart of vLLM costs a long
-        recording the pieces in flight, not the whole file. Every other failure (a 400 for
-        the piece's content, a timeout, an answer out of shape) is raised at once."""
+        went away, as soon as the backend serves again, but only while `at_stake()` says
+        that failing would lose work (the backend has answered some of the request): a
+        restart of vLLM then costs a long recording the pieces in flight, not the whole file.
+        A request with nothing answered yet (a short clip, an utterance, a stream before its
+        first event) gets the 503 at once, so that a voice agent can go elsewhere rather than
+        wait a minute for a GPU to reload. Every other failure (a 400 for the piece's
+        content, a timeout, an answer out of shape) is raised at once."""
         deadline: float | None = None
         resends = 0
         while True:
             try:
                 return await attempt()
             except BackendGone as gone:
-                if resends == RESENDS:
+                if resends == RESENDS or not at_stake():
                     raise
-                deadline = deadline or time.monotonic() + self.timeout
+                deadline = deadline or time.monotonic() + self.backend_wait
                 await self._back(gone, deadline)
             resends += 1
             self.metrics.pieces_retried.inc()
@@ -119,7 +124,7 @@ class Upstream:
         its `/health` itself (a backend given by URL is polled only every few seconds, so
         the supervisor may not know yet). `gone` is raised when the backend answers at once,
         as then the failure was not its going away; when it is not back by `deadline`
-        (--request-timeout after the piece first failed); or when the server is stopping."""
+        (--backend-wait after the piece first failed); or when the server is stopping."""
         pause, away = FIRST_PAUSE, False
         while not self.aborted:
             if self.supervisor.ready and await self._probe.healthy():

@@ -7,8 +7,9 @@ voice agent pays nothing for segmentation. Longer audio, and every request for t
 (`verbose_json`, `srt`, `vtt`), is cut at pauses into pieces no longer than the model's
 window (where the client's `chunking_strategy` says, when it sets one); the pieces are
 transcribed concurrently (vLLM batches them) and joined in order. A piece the backend did not
-answer because it went away (a restart of vLLM) is sent again once it is back; the pieces
-already answered are kept (`Upstream.persist`).
+answer because it went away (a restart of vLLM) is sent again once it is back, when another
+piece was answered already (those are kept, `Upstream.persist`); a request with nothing
+answered yet gets the 503 at once instead.
 
 `languages[]` with several entries: Qwen3-ASR either detects the language or is told one,
 so a piece is transcribed as detected and, when the model heard a language outside the
@@ -142,7 +143,7 @@ async def transcribe(
 
     async def one(span: Span) -> _Piece:
         async with slots:
-            piece = await _transcribe_span(upstream, audio, span, options, request_id)
+            piece = await _transcribe_span(upstream, audio, span, options, progress)
         progress.piece_done()
         return piece
 
@@ -162,20 +163,21 @@ async def transcribe(
 
 
 async def _transcribe_span(
-    upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
+    upstream: Upstream, audio: Audio, span: Span, options: Options, progress: Progress
 ) -> _Piece:
-    piece = await _ask(upstream, audio, span, options, request_id)
+    piece = await _ask(upstream, audio, span, options, progress)
     if not options.outside(piece.language):
         return piece
-    again = await _ask(upstream, audio, span, options.forcing(options.candidates[0]), request_id)
+    again = await _ask(upstream, audio, span, options.forcing(options.candidates[0]), progress)
     return dataclasses.replace(again, tokens=piece.tokens + again.tokens)
 
 
 async def _ask(
-    upstream: Upstream, audio: Audio, span: Span, options: Options, request_id: str
+    upstream: Upstream, audio: Audio, span: Span, options: Options, progress: Progress
 ) -> _Piece:
     body = functools.partial(request_body, upstream, audio, span, options)
-    answer = await upstream.persist(functools.partial(upstream.chat, body, request_id))
+    attempt = functools.partial(upstream.chat, body, progress.request_id)
+    answer = await upstream.persist(attempt, progress.at_stake)
     choice = _choice(answer)
     cleaned = clean(_content(choice))
     entries = (choice.get("logprobs") or {}).get("content") or []

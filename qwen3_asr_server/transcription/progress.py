@@ -26,13 +26,26 @@ class Progress:
         self.request_id = request_id
         self.planned = planned
         self.done = 0
+        # Whether the backend has answered any of this request (a piece, or a stream's first
+        # text): from then on a backend that goes away would cost work, so pieces wait for it
+        # (`Upstream.persist`, bounded by --backend-wait); before, they fail at once.
+        self.answered = False
         metrics.pieces_planned.inc(planned)
         if planned >= LOGGED:
             logger.info(
                 "request_id=%s pieces planned=%d audio_seconds=%.1f", request_id, planned, seconds
             )
 
+    def at_stake(self) -> bool:
+        """Whether the backend going away now would cost this request work it has."""
+        return self.answered
+
+    def heard(self) -> None:
+        """Some of a piece's answer has come (a stream's text, before its piece is done)."""
+        self.answered = True
+
     def piece_done(self) -> None:
+        self.answered = True
         self.done += 1
         self.metrics.pieces_done.inc()
         tenth = self.done * 10 // self.planned

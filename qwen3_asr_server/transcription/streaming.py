@@ -9,7 +9,8 @@ piece N+1's deltas never reach the client before piece N's. A piece in a languag
 client did not list (`languages[]`) is dropped before any of its text is sent, and streamed
 again in the first one listed: the model names the language before it writes text. A piece
 whose backend went away mid-stream is streamed again once it is back, and only the text past
-what the client already has is sent (the model at temperature 0 says the same again).
+what the client already has is sent (the model at temperature 0 says the same again); before
+any text of the request has come, the backend's going away is the 503 at once.
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ class TranscriptStream:
         sent = _Sent()
         attempt = functools.partial(self._attempt, span, queue, options, sent)
         try:
-            return await self.upstream.persist(attempt)
+            return await self.upstream.persist(attempt, self.progress.at_stake)
         except APIError as exc:
             return _Item(error=exc)
 
@@ -236,7 +237,7 @@ class TranscriptStream:
 
         events = await self.upstream.chat_stream(body, self.progress.request_id)
         try:
-            return await _relay(events, queue, options, sent)
+            return await _relay(events, queue, options, sent, self.progress)
         finally:
             await events.aclose()
 
@@ -272,11 +273,15 @@ class _Sent:
 
 
 async def _relay(
-    events: EventStream, queue: asyncio.Queue[_Item], options: Options, sent: _Sent
+    events: EventStream,
+    queue: asyncio.Queue[_Item],
+    options: Options,
+    sent: _Sent,
+    progress: Progress,
 ) -> _Item:
-    """Put a piece's clean deltas, past those `sent` already, into `queue`; return its last
-    item (its end, or a language outside the client's list, found before any text). A
-    failure is raised."""
+    """Put a piece's clean deltas, past those `sent` already, into `queue` (`progress` hears
+    of the first); return its last item (its end, or a language outside the client's list,
+    found before any text). A failure is raised."""
     cleaner = StreamCleaner()
     kept = LogprobFilter()
     usage: dict[str, Any] | None = None
@@ -298,4 +303,5 @@ async def _relay(
                 entries = [transcription_logprob(entry) for entry in fresh]
                 language = cleaner.spoken_language or options.language
                 queue.put_nowait(_Item(text=new, logprobs=entries, language=language))
+                progress.heard()
     return _Item(end=True, tokens=Tokens.of(usage))

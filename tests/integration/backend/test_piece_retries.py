@@ -21,14 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.settings import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, app_before
 from tests.fixtures.process import ServerProcess, install_launcher
-from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
 
@@ -203,27 +200,34 @@ async def test_a_piece_refused_for_its_content_is_not_sent_again(stream: str) ->
         assert "qwen3_asr_pieces_retried_total 0.0" in metrics
 
 
-def test_a_backend_that_does_not_come_back_is_a_503_after_the_request_timeout() -> None:
-    standin = StandIn(MODEL, delay=0.3, describe=True)
-    backend = ThreadedServer(standin.app).start()
-    settings = Settings(
-        model=MODEL, backend_url=backend.url, request_timeout=1.5, segment_concurrency=1
-    )
-    server = ThreadedServer(create_app(settings)).start()
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["one worker", "two workers"])
+def test_a_backend_that_does_not_come_back_is_a_503_after_the_backend_wait(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    asked = tmp_path / "asked"
+    remote = Remote(tmp_path, {**STANDIN, "FAKE_VLLM_ASKED": str(asked)})
+    remote.start()
+    waits = ["--backend-wait", "2", "--request-timeout", "600", *workers]
+    server = ServerProcess(tmp_path, [*SERVER, "--backend-url", remote.url, *waits])
+    setup = Setup(server, asked, remote.kill)
     try:
-        _wait(lambda: _answers(f"{server.url}/health"), "the server never became ready")
+        server.wait_for_health(200)
         answers: list[httpx.Response] = []
         request = threading.Thread(target=lambda: answers.append(_transcribe(server.url)))
         request.start()
-        _wait(lambda: len(standin.requests) >= 1, "no piece reached the stand-in")
-        backend.stop()  # for good: it lets the piece it has finish
+        # a third piece asked for: one is answered, so the file has work to lose
+        _wait(lambda: setup.requests() >= 3, "the pieces never reached the stand-in")
+        remote.kill()  # for good
         started = time.monotonic()
-        request.join(30)
+        request.join(60)
+        waited = time.monotonic() - started
         assert answers[0].status_code == 503
         assert answers[0].headers["retry-after"] == "5"
         assert answers[0].json()["error"]["code"] == "backend_unavailable"
-        assert 1.0 < time.monotonic() - started < 10  # waited for it, not forever
-        assert len(standin.requests) == 1
+        assert 1.5 < waited < 15, waited  # --backend-wait, not --request-timeout
+        assert setup.retried() == 0  # nothing to send again to: it never came back
+        print(f"503 after {waited:.2f} s")
     finally:
         server.stop()
-        backend.stop()
+        remote.kill()

@@ -342,6 +342,28 @@ async def test_a_backend_failure_fails_that_item_only() -> None:
     assert not of(events, "error")
 
 
+async def test_utterances_fail_at_once_when_vllm_is_gone_and_the_session_goes_on() -> None:
+    """Nothing of an utterance is answered when vLLM goes away, so nothing is lost by failing
+    it: its item fails at once (it used to wait for vLLM's return, up to --request-timeout)."""
+    server = LiveServer(StandIn(MODEL, describe=True))
+    try:
+        async with session(server.url.replace("http://", "ws://")) as ws:
+            server.stop_backend()
+            started = time.monotonic()
+            await stream(ws, spoken_pcm(PATTERN))
+            events = await until(ws, lambda got: len(of(got, TRANSCRIPTION + "failed")) >= 2, 20)
+            seconds = time.monotonic() - started
+            await send(ws, "input_audio_buffer.clear")  # the session still answers
+            await until(ws, lambda got: bool(of(got, "input_audio_buffer.cleared")))
+    finally:
+        server.stop()
+    failed = of(events, TRANSCRIPTION + "failed")
+    assert [event["error"]["code"] for event in failed] == ["backend_unavailable"] * 2
+    assert not of(events, "error")
+    assert seconds < 10
+    print(f"both utterances failed within {seconds:.2f} s")
+
+
 async def test_the_openai_sdk_realtime_client_gets_transcripts() -> None:
     with serving() as url:
         client = AsyncOpenAI(base_url=url.replace("ws://", "http://") + "/v1", api_key="unused")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -196,6 +197,32 @@ async def test_a_busy_server_answers_with_an_error(tmp_path: Path) -> None:
         assert Error.from_event(refused[-1]).code == "rate_limit_exceeded"  # the HTTP 429's
         assert Transcript.is_type(done[-1].type)
         assert wyoming.counted("busy") == 1
+    finally:
+        wyoming.server.stop()
+
+
+async def test_a_command_sent_as_vllm_dies_is_an_error_at_once(tmp_path: Path) -> None:
+    """Nothing of the command is answered when vLLM goes, so it is not kept waiting for
+    vLLM's restart (it used to be, and then transcribed): an error, and the next command
+    on the same connection is served once vLLM is back."""
+    wyoming = start_wyoming(tmp_path, {})
+    try:
+        async with wyoming.client() as client:
+            os.kill(wyoming.server.starts()[-1]["pid"], signal.SIGKILL)  # restarted
+            started = time.monotonic()
+            await send_command(client, tone(1.0))
+            refused = await answer(client)
+            seconds = time.monotonic() - started
+            assert Error.is_type(refused[-1].type), refused
+            assert Error.from_event(refused[-1]).code == "backend_unavailable"
+            assert seconds < 10
+            wyoming.server.wait_for_health(503)  # the supervisor sees it gone,
+            wyoming.server.wait_for_health(200)  # and back
+            await send_command(client, tone(1.0))
+            served = await answer(client)
+        assert Transcript.is_type(served[-1].type)
+        assert wyoming.counted("busy") == 1
+        print(f"error after {seconds:.2f} s")
     finally:
         wyoming.server.stop()
 
