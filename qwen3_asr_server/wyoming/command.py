@@ -21,12 +21,6 @@ from ..languages import SUPPORTED, Language, named
 from ..silero import SpeechModel
 from .endpoint import Endpoint
 
-# A voice command lasts seconds. Its audio is held until its end, and Wyoming has no
-# authentication, so the server bounds it far below --max-audio-seconds, endpointing or not
-# (--wyoming-max-audio-seconds; its default, 60 s, is 1.9 MB at 16 kHz). The endpoint's bounds
-# end a command sooner, unless one chunk holds more than they do.
-MAX_SECONDS = 60.0
-
 
 class Refusal(Exception):
     """What the client sent cannot be transcribed: `code` and `text` of the `error` event."""
@@ -63,7 +57,8 @@ class Command:
         speech: Callable[[], SpeechModel],
         transcribe: Transcribe | None = None,
         endpointing: bool = True,
-        max_seconds: float = MAX_SECONDS,
+        *,
+        max_seconds: float,
     ) -> None:
         self.language: Language | None = None
         if transcribe is not None:

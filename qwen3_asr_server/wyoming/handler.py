@@ -161,7 +161,7 @@ class Handler(AsyncEventHandler):
             self.state.speech_model,
             transcribe,
             settings.wyoming_endpointing,
-            settings.wyoming_max_audio_seconds,
+            max_seconds=settings.wyoming_max_audio_seconds,
         )
         self.state.drain.enter()
         self.command = command

@@ -17,6 +17,7 @@ from qwen3_asr_server.wyoming.info import info
 
 CATALOG = Catalog("tiny", ["whisper-1"], 0.0)
 SPEECH = Shared(SpeechModel)
+MAX = Settings().wyoming_max_audio_seconds
 
 
 def _tone(seconds: float, rate: int) -> np.ndarray:
@@ -36,7 +37,7 @@ def _pcm(signal: np.ndarray, width: int, channels: int) -> bytes:
 @pytest.mark.parametrize("width", [1, 2, 4])
 @pytest.mark.parametrize(("rate", "channels"), [(16000, 1), (22050, 2), (48000, 6), (8000, 1)])
 def test_any_format_becomes_16khz_mono(rate: int, width: int, channels: int) -> None:
-    heard = Command(CATALOG, SPEECH)
+    heard = Command(CATALOG, SPEECH, max_seconds=MAX)
     pcm = _pcm(_tone(1.0, rate), width, channels)
     step = rate // 10 * width * channels
     for start in range(0, len(pcm), step):
@@ -49,7 +50,7 @@ def test_any_format_becomes_16khz_mono(rate: int, width: int, channels: int) -> 
 
 
 def test_a_change_of_format_midway_is_followed() -> None:
-    heard = Command(CATALOG, SPEECH)
+    heard = Command(CATALOG, SPEECH, max_seconds=MAX)
     heard.add(AudioChunk(16000, 2, 1, _pcm(_tone(0.5, 16000), 2, 1)))
     heard.add(AudioChunk(44100, 2, 2, _pcm(_tone(0.5, 44100), 2, 2)))
     assert abs(heard.audio().duration - 1.0) < 0.01
@@ -68,7 +69,7 @@ def test_a_change_of_format_midway_is_followed() -> None:
 )
 def test_audio_it_cannot_read_is_refused(chunk: AudioChunk, code: str) -> None:
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG, SPEECH).add(chunk)
+        Command(CATALOG, SPEECH, max_seconds=MAX).add(chunk)
     assert refused.value.code == code
 
 
@@ -81,7 +82,7 @@ def test_audio_past_the_bound_is_refused() -> None:
 
 
 def test_no_audio_is_an_empty_recording() -> None:
-    assert Command(CATALOG, SPEECH).audio().duration == 0
+    assert Command(CATALOG, SPEECH, max_seconds=MAX).audio().duration == 0
 
 
 @pytest.mark.parametrize(
@@ -105,13 +106,16 @@ def test_languages_are_codes_names_or_locales(asked: str | None, code: str | Non
 
 def test_an_unknown_language_or_model_is_refused() -> None:
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG, SPEECH, Transcribe(language="tlh"))
+        Command(CATALOG, SPEECH, Transcribe(language="tlh"), max_seconds=MAX)
     assert refused.value.code == "unsupported-language"
     with pytest.raises(Refusal) as refused:
-        Command(CATALOG, SPEECH, Transcribe(name="large-v3"))
+        Command(CATALOG, SPEECH, Transcribe(name="large-v3"), max_seconds=MAX)
     assert refused.value.code == "model-not-found"
     assert (
-        Command(CATALOG, SPEECH, Transcribe(name="whisper-1", language="de")).language is not None
+        Command(
+            CATALOG, SPEECH, Transcribe(name="whisper-1", language="de"), max_seconds=MAX
+        ).language
+        is not None
     )
 
 

@@ -117,7 +117,9 @@ async def test_sensitivity_decides_whether_a_short_pause_ends_it() -> None:
 
 
 async def test_the_commands_audio_ends_where_its_end_was_heard() -> None:
-    command = Command(Catalog("tiny", [], 0.0), SPEECH, Transcribe(vad_sensitivity="relaxed"))
+    command = Command(
+        Catalog("tiny", [], 0.0), SPEECH, Transcribe(vad_sensitivity="relaxed"), max_seconds=60.0
+    )
     samples = pcm([(0.5, False), (2.0, True), (4.0, False)])
     assert await command.hear(AudioChunk(RATE, 2, 1, samples.tobytes()))  # in one chunk
     assert abs(command.audio().duration - (2.5 + 1.25)) <= TOLERANCE  # not the rest of it
