@@ -8,8 +8,14 @@ the idle time after a response. This subclass answers such clients itself, in Op
 shape, and closes the connection. A pause timer alone is re-armed by every byte, so a body also
 has a deadline that each byte moves by its share of a minimum rate, as Apache's mod_reqtimeout
 does (`body=read_timeout,MinRate=min_body_rate`): a client trickling a byte a second is cut
-off after the grace, one on a slow link is not. Everything else is uvicorn's own code, reached
-through super().
+off after the grace, one on a slow link is not. An answer given before the body is in
+(`middleware.early_close`) closes the connection, but lingering, as nginx's `lingering_close`
+does: closed at once, a socket with unread bytes is reset, and a client still sending its body
+(an upload without the key) would see "connection reset" instead of the 401 waiting in its
+buffer. So the answer is followed by a FIN, and the rest of the body is read and dropped, up
+to LINGER_SECONDS and `linger_bytes` (no more than the largest body the server takes), within
+the same rate and pause bounds; a body declared larger is not waited for. Everything else is
+uvicorn's own code, reached through super().
 
 uvicorn 0.54's websockets-sansio protocol logs "ASGI callable returned without completing
 handshake" at ERROR after every handshake the app refuses with an HTTP answer (an API key
@@ -35,6 +41,25 @@ from ..errors import APIError
 logger = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 64 * 1024  # request line + headers; one read chunk may overshoot it
+LINGER_SECONDS = 30.0  # nginx's lingering_time: the most an early answer waits for its body
+
+
+class _CloseAfterBody:
+    """The transport as a request's cycle sees it: its `close` (an answer sent with
+    `Connection: close`) is the protocol's, which lingers while the body is still coming."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: GuardedHttpToolsProtocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    def write(self, data: bytes) -> None:
+        self._transport.write(data)
+
+    def close(self) -> None:
+        self._protocol.close_after_answer()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -43,6 +68,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     read_timeout: float = 30.0
     min_body_rate: float = 1024.0
+    linger_bytes: int = 25 << 20
 
     # What the client owes us under the timer: nothing yet (a fresh connection), the rest of a
     # request head, or the rest of a body. Between requests nothing is timed here: that idle
@@ -54,6 +80,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # each chunk's share of min_body_rate; and whether the armed timer is that deadline's.
     _body_deadline = 0.0
     _too_slow = False
+    # An answer went before the body was in: the rest of the body is read and dropped
+    _lingering = False
+    _lingered = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -65,6 +94,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():
+            return
+        if self._lingering:
+            self._lingered += len(data)
+            if self._lingered > self.linger_bytes:
+                self._close()
+            else:
+                self._body_deadline += len(data) / self.min_body_rate
+                self._arm()
             return
         if self._reading == "nothing":
             self._reading = "head"
@@ -96,6 +133,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
+        if self.cycle is not None:  # uvicorn's cycle types its transport; this one acts alike
+            self.cycle.transport = _CloseAfterBody(self.transport, self)  # type: ignore[assignment]
         self._reading = "body"
         self._body_deadline = self.loop.time() + self.read_timeout
         self._arm()
@@ -105,10 +144,33 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._reading = "nothing"
         self._disarm()
 
+    def on_response_complete(self) -> None:
+        if not self._lingering:
+            super().on_response_complete()
+            return
+        self.server_state.total_requests += 1
+        self.flow.resume_reading()  # no keep-alive timer: the linger has its own
+
+    def close_after_answer(self) -> None:
+        """Close once an answer is sent: at once, unless the request's body is still coming
+        and may be waited for (see the module's docstring)."""
+        if self._reading != "body" or _declared(self.cycle) > self.linger_bytes:
+            self._close()
+            return
+        self._lingering = True
+        self._body_deadline = min(self._body_deadline, self.loop.time() + LINGER_SECONDS)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # the answer, then the end: the client reads both
+        self._arm()
+
+    def _close(self) -> None:
+        self._disarm()
+        self.transport.close()
+
     def _arm(self) -> None:
         self._disarm()
         delay = self.read_timeout
-        if self._reading == "body":
+        if self._reading == "body" or self._lingering:
             left = self._body_deadline - self.loop.time()
             self._too_slow = left < delay
             delay = max(0.0, min(delay, left))
@@ -122,6 +184,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _timed_out(self) -> None:
         self._timer = None
         if self.transport.is_closing():
+            return
+        if self._lingering:  # the answer is sent: the body is not waited for any longer
+            self.transport.close()
             return
         cycle = self.cycle
         if cycle is None or self._reading == "nothing":
@@ -170,15 +235,26 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def guarded_protocol(read_timeout: float, min_body_rate_kib: float) -> type[HttpToolsProtocol]:
-    """The protocol class to pass to `uvicorn.Config(http=...)`, with this read timeout and
-    minimum body rate (KiB/s)."""
+def _declared(cycle: Any) -> int:
+    """The Content-Length the request declared (0 without one: a chunked body is counted)."""
+    for name, value in cycle.scope["headers"] if cycle is not None else ():
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return 0
+
+
+def guarded_protocol(
+    read_timeout: float, min_body_rate_kib: float, linger_bytes: int
+) -> type[HttpToolsProtocol]:
+    """The protocol class to pass to `uvicorn.Config(http=...)`, with this read timeout,
+    minimum body rate (KiB/s) and most body bytes read after an early answer."""
 
     class Configured(GuardedHttpToolsProtocol):
         pass
 
     Configured.read_timeout = read_timeout
     Configured.min_body_rate = min_body_rate_kib * 1024
+    Configured.linger_bytes = linger_bytes
     return Configured
 
 

@@ -103,7 +103,11 @@ def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
         app,
         host=settings.host,
         port=settings.port,
-        http=guarded_protocol(settings.read_timeout, settings.min_body_rate),
+        http=guarded_protocol(
+            settings.read_timeout,
+            settings.min_body_rate,
+            max(settings.upload_bytes, settings.json_bytes),
+        ),
         ws=DenialAwareWebSocketsProtocol,
         log_level=settings.log_level,
         # Only what the drain did not cover: a request still being uploaded, an idle connection.
