@@ -10,11 +10,11 @@
 # browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes).
 #
 # The installs run side by side (each has a folder of its own), then the lints. With no
-# arguments the tests run in two lanes side by side, as they keep two cores busy where one
-# pytest waits on its servers most of the time: the heavy lane (the real vLLM engine, the
-# images, the browser, pyannote), niced so that the tests that time a server answering get the
-# CPU first, beside the light lane (the rest, then the dependency floors). Each lane's output
-# is printed once it ends. With arguments, one pytest runs with them.
+# arguments the tests run in two lanes side by side, as one pytest waits on its servers most of
+# the time (a core 60% idle): the heavy lane (the real vLLM engine, the images, the browser,
+# pyannote), niced so that the tests that time a server answering get the CPU first, then the
+# dependency floors; beside it the light lane, the rest, over two pytest-xdist processes. Each
+# lane's output is printed once it ends. With arguments, one pytest runs with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -137,11 +137,12 @@ lane() {
     nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider --durations=15 \
         --basetemp="$temp/$name" "${deselect[@]}" "$@"
 }
-light() {
-    # the rest, then the tests that lean on the dependencies again, on the lowest versions
-    # pyproject.toml allows
-    lane light 0 tests "${heavy[@]/#/--ignore=}" && bash scripts/dependency-floors.sh
+heavy() {
+    # then the tests that lean on the dependencies again, on the lowest versions pyproject.toml
+    # allows (not niced: they time the server too)
+    lane heavy 10 "${heavy[@]}" && bash scripts/dependency-floors.sh
 }
-started heavy lane heavy 10 "${heavy[@]}"
-started light light
+started heavy heavy
+# the rest over two processes, a test file each at a time (pytest-xdist)
+started light lane light 0 -n 2 --dist loadfile tests "${heavy[@]/#/--ignore=}"
 finished
