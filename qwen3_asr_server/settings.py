@@ -8,6 +8,7 @@ not know are kept, in order, for vLLM.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from typing import Annotated, Any, Literal
@@ -22,7 +23,7 @@ from pydantic_settings import (
 )
 
 from . import prompt
-from .wyoming.settings import WyomingSettings, split_list
+from .wyoming.settings import WyomingSettings
 
 ENV_PREFIX = "QWEN3_ASR_"
 MIB = 1 << 20  # the unit of the *_mb settings
@@ -234,24 +235,6 @@ class CoreSettings(BaseModel):
         "info", description="Log level of the server (vLLM's own output is relayed as is)."
     )
 
-    @field_validator("model_aliases", "allowed_origins", mode="before")
-    @classmethod
-    def _split_list(cls, value: Any) -> Any:
-        return split_list(value)
-
-    @field_validator("api_key", "backend_api_key", mode="before")
-    @classmethod
-    def _empty_key_is_no_key(cls, value: Any) -> Any:
-        """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
-
-    @field_validator("backend_url", "aligner_url")
-    @classmethod
-    def _strip_slash(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value else value
-
     @field_validator("aligner_vllm_args")
     @classmethod
     def _shell_words(cls, value: str) -> str:
@@ -297,6 +280,29 @@ class Settings(BaseSettings, WyomingSettings, CoreSettings):
         cli_hide_none_type=True,
         extra="ignore",
     )
+
+    @field_validator("model_aliases", "allowed_origins", "wyoming_keywords", mode="before")
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        """Comma-separated. pydantic-settings 2.7 hands a list flag over as a JSON list of the
+        items it split at commas, where later releases give the flag's text."""
+        if isinstance(value, str):
+            items = json.loads(value) if value.startswith("[") else value.split(",")
+            return [str(item).strip() for item in items if str(item).strip()]
+        return value
+
+    @field_validator("api_key", "backend_api_key", "hass_token", mode="before")
+    @classmethod
+    def _empty_key_is_no_key(cls, value: Any) -> Any:
+        """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("backend_url", "aligner_url", "hass_url")
+    @classmethod
+    def _strip_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
 
     @model_validator(mode="after")
     def _two_ports(self) -> Settings:

@@ -6,11 +6,10 @@ is still one flag, one variable and one default.
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import NoDecode
 
 from . import discovery
@@ -95,21 +94,6 @@ class WyomingSettings(BaseModel):
         "qwen3-asr-HOSTNAME). Needs --wyoming-host 0.0.0.0 or a LAN address.",
     )
 
-    @field_validator("wyoming_keywords", mode="before")
-    @classmethod
-    def _split_keywords(cls, value: Any) -> Any:
-        return split_list(value)
-
-    @field_validator("hass_token", mode="before")
-    @classmethod
-    def _empty_token_is_no_token(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("hass_url")
-    @classmethod
-    def _strip_hass_slash(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value else value
-
     @model_validator(mode="after")
     def _home_assistant(self) -> WyomingSettings:
         if self.hass_url is None:
@@ -130,13 +114,3 @@ class WyomingSettings(BaseModel):
             raise ValueError("--wyoming-zeroconf advertises --wyoming-port: give that too")
         discovery.advertised_address(self.wyoming_host)  # a ValueError when it cannot be
         return self
-
-
-def split_list(value: Any) -> Any:
-    """A list setting from its comma-separated text. pydantic-settings 2.7 hands a list flag
-    over as a JSON list of the items it split at commas, where later releases give the flag's
-    text."""
-    if isinstance(value, str):
-        items = json.loads(value) if value.startswith("[") else value.split(",")
-        return [str(item).strip() for item in items if str(item).strip()]
-    return value
