@@ -8,7 +8,7 @@ answer is OpenAI's 413 with `Connection: close`, and memory holds no more than t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,7 +48,7 @@ class BodyLimit:
         if cap is None:
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
+        declared = content_length(scope["headers"])
         received = 0
 
         async def limited() -> Message:
@@ -65,8 +65,9 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope["headers"]:
+def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
+    """The Content-Length a request declared; None without one (or one that is not a number)."""
+    for name, value in headers:
         if name == b"content-length":
             try:
                 return int(value)

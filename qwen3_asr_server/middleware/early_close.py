@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .body_limits import content_length
+
 CLOSE = (b"connection", b"close")
 
 
@@ -50,9 +52,5 @@ class CloseEarlyAnswers:
 
 def has_body(scope: Scope) -> bool:
     """Whether the request declares a body: a Content-Length above 0, or a Transfer-Encoding."""
-    for name, value in scope["headers"]:
-        if name == b"transfer-encoding":
-            return True
-        if name == b"content-length":
-            return value.strip() not in (b"0", b"")
-    return False
+    chunked = any(name == b"transfer-encoding" for name, _ in scope["headers"])
+    return chunked or (content_length(scope["headers"]) or 0) > 0

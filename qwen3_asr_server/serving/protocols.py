@@ -37,6 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..errors import APIError
+from ..middleware.body_limits import content_length
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def close_after_answer(self) -> None:
         """Close once an answer is sent: at once, unless the request's body is still coming
         and may be waited for (see the module's docstring)."""
-        if self._reading != "body" or _declared(self.cycle) > self.linger_bytes:
+        if (
+            self._reading != "body"
+            or (content_length(self.cycle.scope["headers"]) or 0) > self.linger_bytes
+        ):
             self._close()
             return
         self._lingering = True
@@ -233,14 +237,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.write(b"".join(head) + body)
         self._disarm()
         self.transport.close()
-
-
-def _declared(cycle: Any) -> int:
-    """The Content-Length the request declared (0 without one: a chunked body is counted)."""
-    for name, value in cycle.scope["headers"] if cycle is not None else ():
-        if name == b"content-length" and value.isdigit():
-            return int(value)
-    return 0
 
 
 def guarded_protocol(
