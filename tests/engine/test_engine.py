@@ -306,7 +306,9 @@ def test_killed_vllm_is_restarted_and_a_long_file_in_flight_comes_back_whole(
     """SIGKILL while a long file is with vLLM, some of its pieces answered: the others wait
     for the restart and are sent again; the transcript has every piece. (With none answered
     yet, nothing would be lost: that request gets the 503 at once, `tests/integration`.)"""
-    pattern = [(float(seconds), True) for seconds in (9, 12, 7, 14, 10, 11)] * 4
+    # 13.8 min: about 30 pieces, several rounds of --segment-concurrency (8), so that some are
+    # answered while others are still with vLLM for most of the request
+    pattern = [(float(seconds), True) for seconds in (9, 12, 7, 14, 10, 11)] * 12
     recording = spoken([piece for phrase in pattern for piece in (phrase, (1.0, False))])
     data = encode(recording, 16000, "mp3")
     answers: list[TranscriptionVerbose] = []
