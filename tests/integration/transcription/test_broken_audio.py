@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qwen3_asr_server import audio
 from qwen3_asr_server.errors import APIError
+from qwen3_asr_server.speech import audio
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import JOINED_MP3, OK, Case, corpus
 from tests.fixtures.containers import CONTAINERS, encode, tone
