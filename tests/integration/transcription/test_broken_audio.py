@@ -87,7 +87,7 @@ def test_a_concat_script_cannot_read_files_next_to_the_server(
 # getrusage's ru_maxrss would start from the pytest process's peak, inherited through fork.
 _MEASURE = """
 import io, json, pathlib
-from qwen3_asr_server import audio
+from qwen3_asr_server.speech import audio
 from qwen3_asr_server.errors import APIError
 from tests.fixtures.broken_audio import corpus
 
