@@ -33,7 +33,8 @@ from ..errors import APIError, too_large
 from ..model.catalog import DIARIZE
 from ..model.languages import Language
 from ..speech.segmentation import Chunking
-from ..transcription.formats import FORMATS, Format, Words, named
+from ..transcription.formats import FORMATS, named
+from ..transcription.request import Encoded, Format, Reference, Task, Transcription, Words
 from . import fields, speakers
 from .fields import (
     Between,
@@ -120,7 +121,7 @@ class AudioRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    task: ClassVar[str] = "translate"  # verbose_json's `task`
+    task: ClassVar[Task] = "translate"  # verbose_json's `task`
     file: Upload
     model: Text | None = Field(
         None, description="The served name, an alias, or an OpenAI model name."
@@ -142,7 +143,7 @@ class AudioRequest(BaseModel):
         (), description="A data URL of 2-10 s of each named speaker's voice, in order."
     )
     _context: str | None = PrivateAttr(None)
-    _known: tuple[speakers.Reference, ...] = PrivateAttr(())
+    _known: tuple[Reference, ...] = PrivateAttr(())
 
     @property
     def translation(self) -> bool:
@@ -174,7 +175,7 @@ class AudioRequest(BaseModel):
         return self.model == DIARIZE
 
     @property
-    def known(self) -> tuple[speakers.Reference, ...]:
+    def known(self) -> tuple[Reference, ...]:
         """The speakers the client named, with their voices."""
         return self._known
 
@@ -191,6 +192,24 @@ class AudioRequest(BaseModel):
     def usage_in_seconds(self) -> bool:
         """Whisper-1's usage (seconds), not gpt-*'s (tokens), as OpenAI bills them."""
         return not (self.model or "").startswith("gpt-")
+
+    def transcription(self) -> Transcription:
+        """What the core takes: the uploaded file and the options this form asked for."""
+        return Transcription(
+            audio=Encoded(self.file.file, self.file.size or 0),
+            response_format=self.response_format,
+            task=self.task,
+            forced=self.forced,
+            candidates=self.candidates,
+            context=self.context,
+            temperature=self.temperature,
+            logprobs=self.logprobs,
+            timestamp_granularities=self.timestamp_granularities,
+            chunking=self.chunking,
+            diarize=self.diarize,
+            known=self.known,
+            usage_in_seconds=self.usage_in_seconds,
+        )
 
     @model_validator(mode="after")
     def _together(self, info: ValidationInfo) -> AudioRequest:
@@ -241,7 +260,7 @@ class AudioRequest(BaseModel):
 
 
 class TranscriptionRequest(AudioRequest):
-    task: ClassVar[str] = "transcribe"
+    task: ClassVar[Task] = "transcribe"
     language: LanguageName = None
     languages: Languages = ()
     stream: Flag = Field(

@@ -8,23 +8,17 @@ from __future__ import annotations
 import binascii
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pybase64
 
 from ..errors import APIError, invalid
 from ..speech import audio
 from ..speech.audio import Audio
+from ..transcription.request import Reference
 
 MAX_KNOWN = 4  # OpenAI's limit
 SHORTEST, LONGEST = 2.0, 10.0  # seconds a reference may last
 NAMES, REFERENCES = "known_speaker_names", "known_speaker_references"
-
-
-@dataclass(frozen=True)
-class Reference:
-    name: str
-    voice: Audio
 
 
 def references(names: Sequence[str], urls: Sequence[str]) -> tuple[Reference, ...]:

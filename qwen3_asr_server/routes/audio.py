@@ -1,5 +1,6 @@
 """POST /v1/audio/transcriptions and /v1/audio/translations: the form read into its request
-model (`protocol.form`), the transcription service's answer sent back."""
+model (`protocol.form`), handed to the transcription service as the core's request, the
+service's answer sent back."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ async def _answer(request: Request, model: type[AudioRequest]) -> Response:
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS) as fields:
-        job = await state.transcription.accept(form.read(fields, model, state.policy))
+        asked = form.read(fields, model, state.policy)
+        job = await state.transcription.accept(asked.transcription())
     request.state.audio_seconds = job.audio.duration  # access_log.AUDIO_SECONDS
     request_id: str = request.state.request_id
-    if job.request.stream:  # the events hold the audio's room until they are closed
+    if asked.stream:  # the events hold the audio's room until they are closed
         events = await state.transcription.stream(job, request_id)
         return StreamingResponse(
             events,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..protocol.form import AudioRequest
 from ..speech.audio import Audio
 from ..transcription.pieces import Cuts
+from ..transcription.request import Transcription
 from ..transcription.transcript import Transcript
 
 
@@ -48,16 +48,16 @@ class Stage(Protocol):
     @property
     def max_seconds(self) -> float | None: ...
 
-    def needed(self, request: AudioRequest) -> bool: ...
+    def needed(self, request: Transcription) -> bool: ...
 
     def check_ready(self) -> None: ...
 
-    def cuts(self, request: AudioRequest) -> Cuts | None: ...
+    def cuts(self, request: Transcription) -> Cuts | None: ...
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript: ...
 
 
-def needed(stages: Sequence[Stage], request: AudioRequest) -> list[Stage]:
+def needed(stages: Sequence[Stage], request: Transcription) -> list[Stage]:
     """The stages this request needs, in their order; a 400 for one it cannot have."""
     return [stage for stage in stages if stage.needed(request)]
 

@@ -14,10 +14,9 @@ import dataclasses
 from ..backend.aligner import Aligner
 from ..errors import APIError
 from ..model import alignment
-from ..protocol.form import AudioRequest
 from ..speech.audio import RATE, Audio
-from ..transcription.formats import Words
 from ..transcription.pieces import Cuts, all_or_nothing
+from ..transcription.request import Transcription, Words
 from ..transcription.transcript import Segment, Transcript
 
 
@@ -29,7 +28,7 @@ class WordAlignment:
         self.aligner = aligner  # None: the server runs no aligner
         self.concurrency = concurrency  # segments aligned at once, as pieces are transcribed
 
-    def needed(self, request: AudioRequest) -> bool:
+    def needed(self, request: Transcription) -> bool:
         language = request.forced
         alignable = language is None or language in alignment.LANGUAGES
         if not request.words:
@@ -61,7 +60,7 @@ class WordAlignment:
         if self.aligner is not None:
             self.aligner.check_ready()
 
-    def cuts(self, request: AudioRequest) -> Cuts | None:
+    def cuts(self, request: Transcription) -> Cuts | None:
         return None
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript:

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model import languages
 from ..model.alignment import Word
 from . import subtitles
+from .request import Body, Transcription
 from .transcript import Segment, Transcript
 from .usage import duration
 
-if TYPE_CHECKING:
-    from ..protocol.form import AudioRequest
-
-Body = dict[str, Any] | str
 TRANSLATION_NOTE = (
     "Qwen3-ASR does not translate: this is the transcript in the spoken language{language}."
 )
@@ -59,7 +56,7 @@ def diarized_segment(index: int, segment: Segment) -> dict[str, Any]:
     }
 
 
-def _noted(body: dict[str, Any], transcript: Transcript, request: AudioRequest) -> dict[str, Any]:
+def _noted(body: dict[str, Any], transcript: Transcript, request: Transcription) -> dict[str, Any]:
     """A translation says in its JSON that it is a transcript (the translation shim)."""
     if request.translation:
         spoken = f" ({transcript.language.name})" if transcript.language else ""
@@ -67,7 +64,7 @@ def _noted(body: dict[str, Any], transcript: Transcript, request: AudioRequest) 
     return body
 
 
-def json(transcript: Transcript, request: AudioRequest) -> Body:
+def json(transcript: Transcript, request: Transcription) -> Body:
     """OpenAI's json; usage in seconds for whisper-1 (and other names), as it bills them."""
     usage = duration(transcript.duration) if request.usage_in_seconds else transcript.tokens.body()
     body: dict[str, Any] = {
@@ -80,11 +77,11 @@ def json(transcript: Transcript, request: AudioRequest) -> Body:
     return _noted(body, transcript, request)
 
 
-def text(transcript: Transcript, request: AudioRequest) -> Body:
+def text(transcript: Transcript, request: Transcription) -> Body:
     return transcript.text + "\n"
 
 
-def verbose_json(transcript: Transcript, request: AudioRequest) -> Body:
+def verbose_json(transcript: Transcript, request: Transcription) -> Body:
     """OpenAI's verbose_json: `segments` unless only words were asked for, `words` if they
     were."""
     body: dict[str, Any] = {
@@ -105,7 +102,7 @@ def verbose_json(transcript: Transcript, request: AudioRequest) -> Body:
     return _noted(body, transcript, request)
 
 
-def diarized_json(transcript: Transcript, request: AudioRequest) -> Body:
+def diarized_json(transcript: Transcript, request: Transcription) -> Body:
     """OpenAI's diarized_json: the segments with their speakers."""
     return {
         "task": "transcribe",
@@ -140,9 +137,9 @@ def cues(transcript: Transcript) -> list[subtitles.Cue]:
     return found
 
 
-def srt(transcript: Transcript, request: AudioRequest) -> Body:
+def srt(transcript: Transcript, request: Transcription) -> Body:
     return subtitles.srt(cues(transcript))
 
 
-def vtt(transcript: Transcript, request: AudioRequest) -> Body:
+def vtt(transcript: Transcript, request: Transcription) -> Body:
     return subtitles.vtt(cues(transcript))

@@ -6,9 +6,10 @@ reserved in the server's budget (`budget`: a wait, or a 429), the audio is decod
 plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
 cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
 as OpenAI's transcript events), the stages run, and the transcript rendered in the format
-asked for. The audio routes give it an `AudioRequest`; a Realtime session asks for each
-utterance's stream (`utterance`). The reservation is the job's until its answer or its
-events end (`Job.release`, `Events.aclose`).
+asked for. It takes a `request.Transcription`, which has no HTTP in it: the audio routes make
+one of their form, anything else that has a recording (a stored file, decoded samples) makes
+its own; a Realtime session asks for each utterance's stream (`utterance`). The reservation
+is the job's until its answer or its events end (`Job.release`, `Events.aclose`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..metrics import Metrics, Protocol
 from ..model.languages import Language
-from ..protocol.form import AudioRequest
 from ..settings import Settings
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
@@ -35,7 +35,7 @@ from ..stages.stage import Stage
 from . import pieces
 from .pieces import Cuts, Options
 from .progress import Progress
-from .render import Body
+from .request import Body, Encoded, Transcription
 from .streaming import TranscriptStream
 from .usage import Tokens
 
@@ -50,7 +50,7 @@ transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 class Job:
     """A request accepted: its audio decoded, the stages it needs, how it is transcribed."""
 
-    request: AudioRequest
+    request: Transcription
     audio: Audio
     stages: list[Stage]
     options: Options
@@ -78,14 +78,19 @@ class TranscriptionService:
         self.metrics = metrics
         self.decoding = asyncio.Semaphore(settings.decode_workers)  # CPU-bound: decode, plan
 
-    async def accept(self, request: AudioRequest) -> Job:
-        """What can refuse the request before the model is asked, then its audio, decoded."""
+    async def accept(self, request: Transcription) -> Job:
+        """What can refuse the request before the model is asked, then its audio, decoded
+        (or, given as samples, held)."""
         needed = stage.needed(self.stages, request)
         self.upstream.check_ready()
         for each in needed:
             each.check_ready()
         options = self._options(request, needed)
-        held, decoded = await self._decode(request.file.file, request.file.size or 0)
+        if isinstance(request.audio, Encoded):
+            held, decoded = await self._decode(request.audio.file, request.audio.size)
+        else:
+            decoded = request.audio
+            held = await self._hold(decoded)
         return Job(request, decoded, needed, options, held)
 
     async def transcribe(self, job: Job, request_id: str) -> Body:
@@ -174,7 +179,7 @@ class TranscriptionService:
             quoted = json.dumps(text, ensure_ascii=False)
             transcript_logger.info("request_id=%s transcript=%s", request_id, quoted)
 
-    def _options(self, request: AudioRequest, needed: Sequence[Stage]) -> Options:
+    def _options(self, request: Transcription, needed: Sequence[Stage]) -> Options:
         kind = request.response_format
         chunking = request.chunking
         if chunking is None and not any("words" in each.provides for each in needed):
@@ -191,11 +196,22 @@ class TranscriptionService:
             cuts=next((cut for cut in (each.cuts(request) for each in needed) if cut), None),
         )
 
+    def _limit(self) -> float:
+        """The longest recording taken: longer than the whole budget it could never have room,
+        and is refused like one longer than `--max-audio-seconds`."""
+        return min(self.settings.max_audio_seconds, self.budget.limit)
+
+    async def _hold(self, decoded: Audio) -> Reservation:
+        """Room in the budget for samples decoded already."""
+        limit = self._limit()
+        if len(decoded.samples) > int(limit * audio.RATE):
+            raise audio.too_long(limit)
+        return await self.budget.reserve(decoded.duration)
+
     async def _decode(self, file: BinaryIO, size: int) -> tuple[Reservation, Audio]:
-        """The audio, decoded in room reserved for it: as much as the upload may hold, then
-        what it did. Longer than the whole budget it could never have room, and is refused
-        like one longer than `--max-audio-seconds`."""
-        limit = min(self.settings.max_audio_seconds, self.budget.limit)
+        """The audio, decoded in room reserved for it: as much as the file may hold, then
+        what it did."""
+        limit = self._limit()
         seconds, known = estimate(file, size, limit)
         if known and seconds > limit + 1:
             raise audio.too_long(limit)

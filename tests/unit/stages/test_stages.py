@@ -23,6 +23,7 @@ from qwen3_asr_server.speech.audio import RATE, Audio
 from qwen3_asr_server.stages import registry, stage
 from qwen3_asr_server.stages.speakers import SpeakerAttribution
 from qwen3_asr_server.stages.words import WordAlignment
+from qwen3_asr_server.transcription.request import Transcription
 from qwen3_asr_server.transcription.service import TranscriptionService
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 
@@ -52,9 +53,11 @@ class FakeAligner:
         ]
 
 
-def request(*items: tuple[str, Any]) -> Any:
+def request(*items: tuple[str, Any]) -> Transcription:
+    """The core's request, as the audio route makes it of these form fields."""
     upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
-    return form.read(FormData([("file", upload), *items]), form.TranscriptionRequest, POLICY)
+    read = form.read(FormData([("file", upload), *items]), form.TranscriptionRequest, POLICY)
+    return read.transcription()
 
 
 def transcript(*texts: str) -> Transcript:

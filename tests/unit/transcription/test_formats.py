@@ -19,7 +19,9 @@ from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.transcription import formats
-from qwen3_asr_server.transcription.formats import FORMATS, JSON, Words
+from qwen3_asr_server.transcription import request as core
+from qwen3_asr_server.transcription.formats import FORMATS, JSON
+from qwen3_asr_server.transcription.request import Words
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 from qwen3_asr_server.transcription.usage import Tokens
 
@@ -38,9 +40,12 @@ TRANSCRIPT = Transcript(
 )
 
 
-def request(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest) -> Any:
+def request(
+    *items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest
+) -> core.Transcription:
+    """The core's request, as the audio route makes it of these form fields."""
     upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
-    return form.read(FormData([("file", upload), *items]), model, POLICY)
+    return form.read(FormData([("file", upload), *items]), model, POLICY).transcription()
 
 
 def rendered(name: str, *items: tuple[str, Any], **kind: Any) -> Any:
