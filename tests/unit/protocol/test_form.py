@@ -3,6 +3,8 @@ the route gets them) into typed values, or refused with the error the client get
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import io
 from typing import Any
 
@@ -11,12 +13,14 @@ from starlette.datastructures import FormData, UploadFile
 
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model import languages
-from qwen3_asr_server.model.catalog import Catalog
+from qwen3_asr_server.model.catalog import DIARIZE, Catalog
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.speech.segmentation import Chunking
 from qwen3_asr_server.transcription.formats import FORMATS
+from qwen3_asr_server.transcription.request import Encoded, Transcription
+from tests.fixtures.audio import wav
 
 POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0), 400, 1000)
 
@@ -27,6 +31,13 @@ def upload(size: int = 10) -> UploadFile:
 
 def read(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest) -> Any:
     return form.read(FormData([("file", upload()), *items]), model, POLICY)
+
+
+def read_core(
+    *items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest
+) -> Transcription:
+    """The form as the route gives it to the transcription service."""
+    return read(*items, model=model).transcription()
 
 
 def refused(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest) -> APIError:
@@ -152,3 +163,56 @@ def test_a_translation_takes_no_language_and_does_not_stream() -> None:
     assert (request.task, request.translation, request.forced) == ("translate", True, None)
     error = refused(("stream", "true"), model=TranslationRequest)
     assert error.param == "stream"
+
+
+def test_the_core_request_carries_every_field_the_form_read() -> None:
+    """What the route gives the service: every option, and the uploaded file unread."""
+    voice = "data:audio/wav;base64," + base64.b64encode(wav(3.0)).decode()
+    diarizing = Policy(Catalog("qwen3-asr", [], 0, diarizes=True), 400, 1000)
+    file = upload()
+    fields = [
+        ("file", file),
+        ("model", DIARIZE),
+        ("response_format", "verbose_json"),
+        ("languages[]", "fr"),
+        ("languages[]", "de"),
+        ("prompt", "A talk."),
+        ("keywords[]", "Qwen"),
+        ("temperature", "0.3"),
+        ("timestamp_granularities[]", "word"),
+        ("timestamp_granularities[]", "segment"),
+        ("chunking_strategy[type]", "server_vad"),
+        ("chunking_strategy[threshold]", "0.3"),
+        ("known_speaker_names[]", "agent"),
+        ("known_speaker_references[]", voice),
+    ]
+    asked = form.read(FormData(fields), TranscriptionRequest, diarizing)
+    core = asked.transcription()
+    assert dataclasses.replace(core, known=()) == Transcription(
+        audio=Encoded(file.file, 10),
+        response_format=FORMATS["verbose_json"],
+        task="transcribe",
+        forced=None,
+        candidates=(languages.resolve("fr"), languages.resolve("de")),
+        context="A talk.\nQwen",
+        temperature=0.3,
+        timestamp_granularities=frozenset({"word", "segment"}),
+        chunking=Chunking.server_vad(threshold=0.3),
+        diarize=True,
+        usage_in_seconds=False,  # gpt-4o-transcribe-diarize counts tokens
+    )
+    assert core.words
+    assert [(each.name, each.voice.duration) for each in core.known] == [("agent", 3.0)]
+    assert core.known is asked.known
+    forced = read_core(("language", "fr"), ("include[]", "logprobs"))
+    assert (forced.forced, forced.logprobs, forced.usage_in_seconds) == (
+        languages.resolve("fr"),
+        True,
+        True,
+    )
+    translated = read_core(model=TranslationRequest)
+    assert (translated.task, translated.translation) == ("translate", True)
+    # every field is carried by one of these, else it would go unchecked at its default
+    carried = (core, forced, translated)
+    for field in dataclasses.fields(Transcription):
+        assert any(getattr(each, field.name) != field.default for each in carried), field.name
