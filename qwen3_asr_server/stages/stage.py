@@ -15,10 +15,11 @@ class Stage(Protocol):
     """One step of an upload's transcription that adds to what the model wrote.
 
     A stage fills fields of the `Transcript` that the model alone cannot (word times from the
-    aligner, speakers from the diarizer), for the requests that ask for them, on the audio
-    endpoints (transcriptions and translations, through `TranscriptionService`). Realtime
-    sessions do not go through stages: a diarizing session's worker cuts each utterance with
-    the diarizer itself, remembering the session's voices.
+    aligner, speakers from the diarizer), for the requests that ask for them: a
+    `Transcription` given to `TranscriptionService`, by the audio endpoints (transcriptions
+    and translations) or any other way in. Realtime sessions do not go through stages: a
+    diarizing session's worker cuts each utterance with the diarizer itself, remembering the
+    session's voices.
 
     When each part runs, for one request:
     - `needed`, when the request is accepted, once its fields are read: whether this request
