@@ -51,7 +51,7 @@ except ImportError:
 
 # The server's own table of Qwen3-ASR's languages: this script's folder holds the package, and
 # that module needs nothing beyond the standard library.
-from qwen3_asr_server import languages
+from qwen3_asr_server.model import languages
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, alignment, errors, prompt
+from . import __version__, errors
 from .backend import launch, roles
-from .backend.admission import Admission, Slots, limit_of
 from .backend.aligner import Aligner
 from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
-from .catalog import Catalog
+from .capacity.admission import Admission, Slots, limit_of
+from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
+from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
 from .metrics import Metrics
@@ -34,19 +35,19 @@ from .middleware.error_guard import ErrorGuard
 from .middleware.metrics import MetricsMiddleware
 from .middleware.origin import OriginCheck
 from .middleware.request_id import RequestIdMiddleware
-from .networks import Shared
+from .model import alignment, prompt
+from .model.catalog import Catalog
 from .protocol.fields import Policy
-from .realtime.seats import WYOMING, LocalSeats, Seats
 from .routes import audio, chat, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
-from .silero import SpeechModel
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
 from .speakers.embedding import SpeakerModel
+from .speech.onnx_models import Shared
+from .speech.silero import SpeechModel
 from .stages import registry
 from .state import AppState
-from .transcription.budget import AudioBudget, LocalLedger, budget_seconds
 from .transcription.service import TranscriptionService
 from .ui import routes as ui
 from .wyoming import discovery

@@ -5,16 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from . import networks
 from .app import create_app
 from .cli import parse_args
 from .errors import LaunchError
 from .serving import server as serving
+from .speech import onnx_models
 from .workers import manager
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    networks.disable_telemetry()
+    onnx_models.disable_telemetry()
     args = sys.argv[1:] if argv is None else list(argv)
     settings, vllm_args = parse_args(args)
     serving.configure_logging(settings)

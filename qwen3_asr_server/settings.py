@@ -22,7 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from . import prompt
+from .model import prompt
 from .wyoming.settings import WyomingSettings
 
 ENV_PREFIX = "QWEN3_ASR_"

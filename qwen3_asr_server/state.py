@@ -12,16 +12,16 @@ if TYPE_CHECKING:
     from .backend.aligner import Aligner
     from .backend.supervisor import BackendState
     from .backend.upstream import Upstream
-    from .catalog import Catalog
+    from .capacity.seats import Seats
     from .chat.service import ChatService
     from .metrics import Metrics
-    from .networks import Shared
+    from .model.catalog import Catalog
     from .protocol.fields import Policy
-    from .realtime.seats import Seats
     from .serving.drain import Drain
     from .settings import Settings
-    from .silero import SpeechModel
     from .speakers.diarize import SpeakerFinder
+    from .speech.onnx_models import Shared
+    from .speech.silero import SpeechModel
     from .transcription.service import TranscriptionService
 
 

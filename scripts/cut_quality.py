@@ -30,11 +30,11 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qwen3_asr_server import segmentation  # noqa: E402
-from qwen3_asr_server.audio import Audio  # noqa: E402
-from qwen3_asr_server.realtime.vad import SpeechDetector  # noqa: E402
-from qwen3_asr_server.segmentation import Span  # noqa: E402
-from qwen3_asr_server.silero import SpeechModel  # noqa: E402
+from qwen3_asr_server.speech import segmentation  # noqa: E402
+from qwen3_asr_server.speech.audio import Audio  # noqa: E402
+from qwen3_asr_server.speech.segmentation import Span  # noqa: E402
+from qwen3_asr_server.speech.silero import SpeechModel  # noqa: E402
+from qwen3_asr_server.speech.vad import SpeechDetector  # noqa: E402
 from qwen3_asr_server.transcription.pieces import Options, plan  # noqa: E402
 from tests.fixtures.speech import sentences_in_noise  # noqa: E402
 

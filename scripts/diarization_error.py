@@ -114,11 +114,11 @@ def _diarized(
 ) -> tuple[list[tuple[float, float, str]], float]:
     """What the diarizer says (each region's speech, as the VAD heard it), and its CPU time;
     `references` are known speakers' names and clips, embedded as the server does."""
-    from qwen3_asr_server import segmentation
-    from qwen3_asr_server.networks import Shared
-    from qwen3_asr_server.silero import SpeechModel
     from qwen3_asr_server.speakers.diarize import Diarizer, Known
     from qwen3_asr_server.speakers.embedding import SpeakerModel
+    from qwen3_asr_server.speech import segmentation
+    from qwen3_asr_server.speech.onnx_models import Shared
+    from qwen3_asr_server.speech.silero import SpeechModel
 
     speech = SpeechModel()
     diarizer = Diarizer(Shared(SpeakerModel))

@@ -34,9 +34,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qwen3_asr_server import audio, planning, segmentation  # noqa: E402
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
-from qwen3_asr_server.silero import SpeechModel  # noqa: E402
+from qwen3_asr_server.speech import audio, planning, segmentation  # noqa: E402
+from qwen3_asr_server.speech.silero import SpeechModel  # noqa: E402
 from tests.fixtures.containers import encode  # noqa: E402
 from tests.fixtures.process import cpu_seconds, memory, running  # noqa: E402
 from tests.fixtures.speech import sentences_in_noise  # noqa: E402

@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from qwen3_asr_server import networks
 from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.speech import onnx_models
 from tests.fixtures.harness import MODEL, Harness, LiveServer, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 
-networks.disable_telemetry()  # as the entry points do: the tests' apps run in this process
+onnx_models.disable_telemetry()  # as the entry points do: the tests' apps run in this process
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import pybase64
 
-from .. import alignment
-from ..alignment import Word
-from ..languages import Language
+from ..model import alignment
+from ..model.alignment import Word
+from ..model.languages import Language
 from .client import Client
 from .failures import failed, reaching
 from .supervisor import BackendState, check_ready

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .. import alignment
 from ..errors import LaunchError
+from ..model import alignment
 from ..settings import Settings
 
 # --vllm-realtime: the same weights as the realtime model class, which adds /v1/realtime

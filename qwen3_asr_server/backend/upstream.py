@@ -1,7 +1,7 @@
 """The one HTTP client to vLLM: sends requests, turns every failure into an `APIError`.
 
 It knows vLLM's wire format (JSON, SSE) but nothing about speech: prompts are built in
-`prompt`, answers are cleaned in `model_output`.
+`prompt`, answers are cleaned in `model.output`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import aiohttp
 import orjson
 
+from ..capacity.admission import Slots, limit_of
 from ..errors import APIError, unavailable
 from ..metrics import Metrics
 from ..settings import Settings
-from .admission import Slots, limit_of
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
 from .supervisor import BackendState, check_ready

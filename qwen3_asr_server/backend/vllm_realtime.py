@@ -27,9 +27,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ..errors import unavailable
-from ..languages import Language
-from ..model_output import SegmentedCleaner
-from ..quiet import websocket_logger
+from ..model.languages import Language
+from ..model.output import SegmentedCleaner
+from ..serving.log_redaction import websocket_logger
 from .failures import SPEECH_BACKEND, failed, unreachable
 
 PATH = "/v1/realtime"

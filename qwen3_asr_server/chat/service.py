@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..backend.upstream import EventStream, Upstream
-from ..catalog import Catalog
-from ..model_output import LogprobFilter, clean
-from ..prompt import sanitize_messages
+from ..model.catalog import Catalog
+from ..model.output import LogprobFilter, clean
+from ..model.prompt import sanitize_messages
 from ..protocol.chat import ChatRequest
 from . import stream
 

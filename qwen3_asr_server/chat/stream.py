@@ -7,7 +7,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 from ..errors import APIError
-from ..model_output import LogprobFilter, StreamCleaner
+from ..model.output import LogprobFilter, StreamCleaner
 from ..transcription.streaming import sse
 
 

@@ -20,12 +20,12 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from starlette.datastructures import UploadFile
 
-from .. import languages, prompt
-from ..catalog import Catalog
 from ..errors import APIError
-from ..languages import Language
-from ..prompt import MAX_KEYWORD_CHARS, MAX_KEYWORDS
-from ..segmentation import MAX_PREFIX_PADDING_MS, SILENCE_DURATION_MS
+from ..model import languages, prompt
+from ..model.catalog import Catalog
+from ..model.languages import Language
+from ..model.prompt import MAX_KEYWORD_CHARS, MAX_KEYWORDS
+from ..speech.segmentation import MAX_PREFIX_PADDING_MS, SILENCE_DURATION_MS
 
 TEXT = "text"  # in the validation context: the values arrive as text (a multipart form)
 POLICY = "policy"  # in the validation context: this server's `Policy`

@@ -29,10 +29,10 @@ from pydantic import WithJsonSchema as Schema
 from pydantic.json_schema import SkipJsonSchema
 from starlette.datastructures import FormData, UploadFile
 
-from ..catalog import DIARIZE
 from ..errors import APIError, too_large
-from ..languages import Language
-from ..segmentation import Chunking
+from ..model.catalog import DIARIZE
+from ..model.languages import Language
+from ..speech.segmentation import Chunking
 from ..transcription.formats import FORMATS, Format, Words, named
 from . import fields, speakers
 from .fields import (

@@ -27,11 +27,11 @@ from typing import Annotated, Any
 import pybase64
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
-from ..audio import RATE
-from ..catalog import DIARIZE
 from ..errors import APIError, EventError
-from ..languages import Language
-from ..segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
+from ..model.catalog import DIARIZE
+from ..model.languages import Language
+from ..speech.audio import RATE
+from ..speech.segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
 from . import fields
 from .fields import (
     Checked,

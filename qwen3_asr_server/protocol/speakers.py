@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pybase64
 
-from .. import audio
-from ..audio import Audio
 from ..errors import APIError, invalid
+from ..speech import audio
+from ..speech.audio import Audio
 
 MAX_KNOWN = 4  # OpenAI's limit
 SHORTEST, LONGEST = 2.0, 10.0  # seconds a reference may last

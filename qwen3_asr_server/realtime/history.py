@@ -3,7 +3,7 @@ of the utterances before, so that names and spellings carry over from one to the
 
 from __future__ import annotations
 
-from .. import prompt
+from ..model import prompt
 from ..protocol.realtime import SessionConfig
 
 MAX_CHARS = 1000  # of earlier transcripts kept as context

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ..audio import RATE
 from ..backend import vllm_realtime
 from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..protocol.realtime import SessionConfig
+from ..speech.audio import RATE
 from ..state import AppState
 from ..transcription.usage import Tokens
 from . import server_events as events

@@ -12,9 +12,9 @@ import string
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from .. import languages
 from ..errors import ServerError
-from ..languages import Language
+from ..model import languages
+from ..model.languages import Language
 from ..protocol.realtime import LOGPROBS, SessionConfig
 from ..transcription.transcript import Segment
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from ..audio import RATE, Audio, Resampler
 from ..errors import EventError
 from ..protocol.realtime import ServerVad, SessionConfig
-from ..silero import SpeechModel
+from ..speech.audio import RATE, Audio, Resampler
+from ..speech.silero import SpeechModel
+from ..speech.vad import SpeechDetector, SpeechStarted, SpeechStopped
 from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .live import Live
 from .server_events import Send
-from .vad import SpeechDetector, SpeechStarted, SpeechStopped
 from .worker import Utterance
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..audio import Audio
 from ..errors import APIError
-from ..languages import Language
+from ..model.languages import Language
 from ..protocol.realtime import SessionConfig
 from ..speakers.diarize import Voices
+from ..speech.audio import Audio
 from ..state import AppState
 from ..transcription.pieces import Cuts
 from ..transcription.usage import Tokens

@@ -2,7 +2,7 @@
 
 The handshake is checked before the WebSocket is accepted, so a refused client gets an HTTP
 answer in OpenAI's error shape (where the server supports that ASGI extension), and so is one
-over `--max-sessions` (`realtime.seats`); the key, another site's page and a draining server
+over `--max-sessions` (`capacity.seats`); the key, another site's page and a draining server
 are refused before this, by the middleware. Once open, the connection
 serves its session (`realtime.connection`).
 """

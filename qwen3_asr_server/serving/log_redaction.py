@@ -8,6 +8,12 @@ root's and uvicorn's), so lines logged by uvicorn, by the app and by libraries a
 alike, whatever their logger. It masks the value of any query parameter whose name looks like
 a credential, and any of the server's secrets (`--api-key`, the backend's key, the Home
 Assistant token) wherever it appears, a request's path included.
+
+The websockets library logs, at debug level, every header of a client handshake and every
+frame: an `Authorization` header (`--backend-api-key`, to vLLM's realtime endpoint) or an
+`auth` message (the Home Assistant token) would reach the log whole. The server's own
+websocket clients log through `websocket_logger`, which drops those debug lines and keeps the
+warnings and errors.
 """
 
 from __future__ import annotations
@@ -81,3 +87,14 @@ def install(secrets: Iterable[str]) -> None:
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(each, Redacting) for each in handler.filters):
                 handler.addFilter(Redacting(found))
+
+
+class QuietLogger(logging.LoggerAdapter[logging.Logger]):
+    """websockets' client logger, without its debug lines."""
+
+    def isEnabledFor(self, level: int) -> bool:
+        return level > logging.DEBUG and super().isEnabledFor(level)
+
+
+def websocket_logger() -> QuietLogger:
+    return QuietLogger(logging.getLogger("websockets.client"))

@@ -24,11 +24,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
-from .. import segmentation
-from ..audio import RATE
-from ..segmentation import Span
-from ..silero import WINDOW as VAD_WINDOW
-from ..silero import Probabilities
+from ..speech import segmentation
+from ..speech.audio import RATE
+from ..speech.segmentation import Span
+from ..speech.silero import WINDOW as VAD_WINDOW
+from ..speech.silero import Probabilities
 from . import clustering, features
 from .embedding import BATCH, Embeddings, SpeakerModel, unit
 

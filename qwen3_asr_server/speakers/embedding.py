@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .. import networks
+from ..speech import onnx_models
 from .features import Features
 
 DIMENSION = 192  # numbers in an embedding
@@ -30,7 +30,7 @@ class SpeakerModel:
     dimension = DIMENSION
 
     def __init__(self) -> None:
-        self._session = networks.session("campplus/campplus.onnx")
+        self._session = onnx_models.session("campplus/campplus.onnx")
 
     def embed(self, windows: list[Features]) -> Embeddings:
         """The unit-length embedding of each window's filterbank (rows: frames), in order;

@@ -9,7 +9,7 @@ import kaldi_native_fbank as knf
 import numpy as np
 import numpy.typing as npt
 
-from ..audio import RATE
+from ..speech.audio import RATE
 
 BINS = 80
 HOP = 160  # samples between frames: 10 ms

@@ -9,7 +9,7 @@ has it, where pyannote gives overlapped speech to the likelier speaker. Its own 
 hears who speaks, so Silero's probabilities are not used here.
 
 Nothing is downloaded: a Hugging Face id is looked up in the local cache only, and pyannote's
-usage telemetry is off (`networks.disable_telemetry`). The pipeline is one per process and is
+usage telemetry is off (`onnx_models.disable_telemetry`). The pipeline is one per process and is
 not known to be safe from several threads at once, so its calls take turns.
 """
 
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..audio import RATE
 from ..errors import LaunchError
-from ..segmentation import Span
-from ..silero import FULL_SCALE, Probabilities
+from ..speech.audio import RATE
+from ..speech.segmentation import Span
+from ..speech.silero import FULL_SCALE, Probabilities
 from .diarize import Known, Voices, labels, regions
 from .embedding import Embeddings, unit
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from ..backend.aligner import Aligner
 from ..settings import Settings
-from ..silero import SpeechModel
 from ..speakers.diarize import SpeakerFinder
+from ..speech.silero import SpeechModel
 from .speakers import SpeakerAttribution
 from .stage import Stage
 from .words import WordAlignment

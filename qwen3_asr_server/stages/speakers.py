@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ..audio import Audio
 from ..protocol.form import AudioRequest
-from ..segmentation import Span
-from ..silero import Probabilities, SpeechModel
 from ..speakers.diarize import Known, SpeakerFinder
+from ..speech.audio import Audio
+from ..speech.segmentation import Span
+from ..speech.silero import Probabilities, SpeechModel
 from ..transcription.pieces import Cuts
 from ..transcription.transcript import Transcript
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..audio import Audio
 from ..protocol.form import AudioRequest
+from ..speech.audio import Audio
 from ..transcription.pieces import Cuts
 from ..transcription.transcript import Transcript
 

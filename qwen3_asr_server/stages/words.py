@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from .. import alignment
-from ..audio import RATE, Audio
 from ..backend.aligner import Aligner
 from ..errors import APIError
+from ..model import alignment
 from ..protocol.form import AudioRequest
+from ..speech.audio import RATE, Audio
 from ..transcription.formats import Words
 from ..transcription.pieces import Cuts, all_or_nothing
 from ..transcription.transcript import Segment, Transcript

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..segmentation import Chunking
+from ..speech.segmentation import Chunking
 from . import render as renderers
 
 if TYPE_CHECKING:

@@ -26,15 +26,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import planning, prompt, segmentation
-from ..audio import RATE, Audio
 from ..backend.upstream import Upstream
 from ..errors import APIError
-from ..languages import Language
-from ..model_output import LogprobFilter, clean, transcription_logprob
-from ..segmentation import Chunking, Span
-from ..silero import WINDOW, Probabilities, SpeechModel
-from ..work import Stop
+from ..model import prompt
+from ..model.languages import Language
+from ..model.output import LogprobFilter, clean, transcription_logprob
+from ..speech import planning, segmentation
+from ..speech.audio import RATE, Audio
+from ..speech.segmentation import Chunking, Span
+from ..speech.silero import WINDOW, Probabilities, SpeechModel
+from ..speech.stoppable import Stop
 from .progress import Progress
 from .transcript import Segment, Transcript
 from .usage import Tokens

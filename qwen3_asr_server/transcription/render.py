@@ -7,8 +7,9 @@ import dataclasses
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from .. import languages, subtitles
-from ..alignment import Word
+from ..model import languages
+from ..model.alignment import Word
+from . import subtitles
 from .transcript import Segment, Transcript
 from .usage import duration
 

@@ -20,19 +20,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .. import audio, work
-from ..audio import Audio
 from ..backend.upstream import Upstream
-from ..languages import Language
+from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..metrics import Metrics, Protocol
+from ..model.languages import Language
 from ..protocol.form import AudioRequest
-from ..segmentation import Chunking, Span
 from ..settings import Settings
-from ..silero import SpeechModel
+from ..speech import audio, stoppable
+from ..speech.audio import Audio
+from ..speech.segmentation import Chunking, Span
+from ..speech.silero import SpeechModel
 from ..stages import stage
 from ..stages.stage import Stage
 from . import pieces
-from .budget import AudioBudget, Reservation, estimate
 from .pieces import Cuts, Options
 from .progress import Progress
 from .render import Body
@@ -155,7 +155,7 @@ class TranscriptionService:
         CPU-bound jobs (Silero listens for pauses, ~2-5 ms of CPU per second of audio)."""
         if pieces.whole(recording, options):
             return pieces.plan(recording, options, self.speech_model)
-        return await work.run(
+        return await stoppable.run(
             self.decoding, lambda stop: pieces.plan(recording, options, self.speech_model, stop)
         )
 
@@ -203,7 +203,7 @@ class TranscriptionService:
         try:
             decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
             if decoded is None:
-                decoded = await work.run(
+                decoded = await stoppable.run(
                     self.decoding, lambda stop: audio.decode(file, limit, stop)
                 )
             held.resize(len(decoded.samples))

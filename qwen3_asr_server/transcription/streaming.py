@@ -23,14 +23,14 @@ from typing import Any
 
 import orjson
 
-from .. import languages
-from ..audio import RATE, Audio
 from ..backend.failures import SPEECH_BACKEND
 from ..backend.upstream import EventStream, Upstream
 from ..errors import APIError, unavailable
-from ..languages import Language
-from ..model_output import LogprobFilter, StreamCleaner, transcription_logprob
-from ..segmentation import Span
+from ..model import languages
+from ..model.languages import Language
+from ..model.output import LogprobFilter, StreamCleaner, transcription_logprob
+from ..speech.audio import RATE, Audio
+from ..speech.segmentation import Span
 from .pieces import Options, joiner, request_body
 from .progress import Progress
 from .render import diarized_segment

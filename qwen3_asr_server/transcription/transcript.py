@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..alignment import Word
-from ..languages import Language
+from ..model.alignment import Word
+from ..model.languages import Language
 from .usage import Tokens
 
 

@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, request_response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..languages import SUPPORTED
+from ..model.languages import SUPPORTED
 from ..routes.named import NamedMount, NamedRoute
 
 STATIC = StaticFiles(packages=[(__package__ or __name__, "static")])

@@ -121,7 +121,7 @@ class Table:
         return [int(self._layout.workers[index].restarts) for index in range(self.workers)]
 
     def seats(self, column: str) -> int:
-        """Seats of one kind (`realtime.seats.Kind`) taken, over every worker: `sessions`
+        """Seats of one kind (`capacity.seats.Kind`) taken, over every worker: `sessions`
         (Realtime) or `wyoming` (connections); call it `locked()`."""
         return sum(getattr(self._layout.workers[index], column) for index in range(self.workers))
 

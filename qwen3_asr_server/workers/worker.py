@@ -19,18 +19,18 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from .. import networks
 from ..app import Backends, create_app
 from ..backend import roles
-from ..backend.admission import limit_of
+from ..capacity.admission import limit_of
+from ..capacity.budget import AudioBudget, budget_seconds
+from ..capacity.seats import WYOMING
+from ..capacity.shared import SharedAdmission, SharedLedger, SharedSeats
 from ..cli import parse_args
 from ..errors import LaunchError
 from ..metrics import Metrics
-from ..realtime.seats import WYOMING
 from ..serving import server as serving
 from ..settings import Settings
-from ..transcription.budget import AudioBudget, budget_seconds
-from .admission import SharedAdmission, SharedLedger, SharedSeats
+from ..speech import onnx_models
 from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView, WorkerCollector
 
@@ -79,7 +79,7 @@ class _WorkerServer(serving.Server):
 def main(argv: Sequence[str]) -> None:
     """`python -m qwen3_asr_server.workers.worker INDEX DIRECTORY <the server's arguments>`,
     as the main process starts it (see `manager`)."""
-    networks.disable_telemetry()
+    onnx_models.disable_telemetry()
     index, directory = int(argv[0]), Path(argv[1])
     settings, vllm_args = parse_args(argv[2:])
     serving.configure_logging(settings)

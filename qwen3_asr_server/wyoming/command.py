@@ -1,7 +1,7 @@
 """One `transcribe` command: its language and model, then its audio, as 16 kHz mono samples.
 
 Each chunk says its own format (rate, width, channels); it is converted as it arrives, with
-the resampler the Realtime API uses (`audio.Resampler`), one per format, so a command holds
+the resampler the Realtime API uses (`speech.audio.Resampler`), one per format, so a command holds
 only its 16 kHz samples, and listened to for the command's end (`endpoint`). What a client
 may not send is a `Refusal`, which the handler answers with an `error` event.
 """
@@ -15,10 +15,10 @@ import numpy.typing as npt
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk
 
-from ..audio import MAX_RATE, MIN_RATE, Audio, Resampler, describe_seconds
-from ..catalog import Catalog
-from ..languages import SUPPORTED, Language, named
-from ..silero import SpeechModel
+from ..model.catalog import Catalog
+from ..model.languages import SUPPORTED, Language, named
+from ..speech.audio import MAX_RATE, MIN_RATE, Audio, Resampler, describe_seconds
+from ..speech.silero import SpeechModel
 from .endpoint import Endpoint
 
 

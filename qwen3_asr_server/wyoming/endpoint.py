@@ -2,7 +2,7 @@
 
 A satellite that streams `audio-chunk`s without an `audio-stop` leaves the end of the command
 to the server (`requires_external_vad: false`). The command's audio is heard as it arrives by
-the Realtime API's detector (`realtime.vad.SpeechDetector`, Silero VAD, threshold 0.5), fed
+the Realtime API's detector (`speech.vad.SpeechDetector`, Silero VAD, threshold 0.5), fed
 incrementally, so each chunk costs only its own windows. The command ends at the first pause
 after speech: `silence_ms` below the threshold, as the client's `vad_sensitivity` asks
 (Home Assistant's own silences, so a command ends alike whichever side listens). Silence
@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 from wyoming.asr import VadSensitivity
 
-from ..audio import RATE
-from ..realtime.vad import SpeechDetector, SpeechStopped
-from ..silero import SpeechModel
+from ..speech.audio import RATE
+from ..speech.silero import SpeechModel
+from ..speech.vad import SpeechDetector, SpeechStopped
 
 # Home Assistant's silences for its pipeline's VAD (assist_pipeline's VadSensitivity)
 SILENCE_MS = {

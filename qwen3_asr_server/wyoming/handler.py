@@ -37,8 +37,8 @@ from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
-from ..audio import Audio
 from ..errors import APIError
+from ..speech.audio import Audio
 from ..state import AppState
 from .command import Command, Refusal
 from .events import BadEvent, Idle, read_event

@@ -31,7 +31,7 @@ from pydantic import SecretStr
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
-from ..quiet import websocket_logger
+from ..serving.log_redaction import websocket_logger
 from .home import Home, Tier, exposed_to_assist
 
 logger = logging.getLogger(__name__)

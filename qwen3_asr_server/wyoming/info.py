@@ -5,7 +5,7 @@ from __future__ import annotations
 from wyoming.info import AsrModel, AsrProgram, Attribution, Info
 
 from .. import __version__
-from ..languages import SUPPORTED
+from ..model.languages import SUPPORTED
 from ..settings import Settings
 
 QWEN = Attribution(name="Qwen team, Alibaba Cloud", url="https://github.com/QwenLM/Qwen3-ASR")

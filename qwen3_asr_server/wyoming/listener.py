@@ -8,7 +8,7 @@ listener owns the commands' context (`vocabulary`) and, with `--hass-url`, the c
 that follows Home Assistant's names into it (`hass`), for as long as it listens.
 
 Wyoming has no authentication, so what anyone who reaches the port can hold is bounded: at
-most --wyoming-max-connections open over the whole server (`realtime.seats`, shared by the
+most --wyoming-max-connections open over the whole server (`capacity.seats`, shared by the
 workers), one more closed as soon as it is accepted; each reads its events within the
 port's timeouts and size (`events`), and each command's audio is bounded (`command`).
 """
@@ -21,8 +21,8 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 
+from ..capacity.seats import Seats
 from ..errors import APIError
-from ..realtime.seats import Seats
 from ..state import AppState
 from .handler import Handler
 from .hass import HomeAssistant

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from .. import prompt
+from ..model import prompt
 from ..settings import Settings
 from .home import Tier
 

@@ -14,7 +14,7 @@ import pytest
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 
-from qwen3_asr_server.catalog import DIARIZE
+from qwen3_asr_server.model.catalog import DIARIZE
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.browser import Browser, available
 from tests.fixtures.containers import encode

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from qwen3_asr_server.subtitles import timestamp
+from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.engine.conftest import Engine, start_engine
 from tests.fixtures.speech import speech_wav
 from tests.fixtures.tiny_aligner import (

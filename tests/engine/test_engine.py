@@ -20,9 +20,9 @@ import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
 from tokenizers import Tokenizer
 
-from qwen3_asr_server.catalog import DIARIZE
-from qwen3_asr_server.languages import resolve
-from qwen3_asr_server.prompt import language_prefix, sanitize_context
+from qwen3_asr_server.model.catalog import DIARIZE
+from qwen3_asr_server.model.languages import resolve
+from qwen3_asr_server.model.prompt import language_prefix, sanitize_context
 from tests.engine.conftest import MODEL, STARTUP_TIMEOUT, Engine
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation

@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.catalog import DIARIZE
+from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.transcription.formats import FORMATS
 from tests.fixtures.audio import wav

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from qwen3_asr_server.backend.admission import DEFAULT_LIMIT
+from qwen3_asr_server.capacity.admission import DEFAULT_LIMIT
 from tests.fixtures.audio import wav
 from tests.fixtures.gated import Server, gated_server, settle
 from tests.fixtures.speech import speech_wav

@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from qwen3_asr_server.languages import SUPPORTED
+from qwen3_asr_server.model.languages import SUPPORTED
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn
 

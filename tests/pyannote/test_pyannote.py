@@ -18,7 +18,7 @@ import openai
 import pytest
 from openai.types.audio import TranscriptionDiarized
 
-from qwen3_asr_server.catalog import DIARIZE
+from qwen3_asr_server.model.catalog import DIARIZE
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import RATE, Conversation, conversation, spoken
 from tests.fixtures.process import ServerProcess

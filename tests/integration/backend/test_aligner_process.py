@@ -13,8 +13,8 @@ import httpx
 import openai
 import pytest
 
-from qwen3_asr_server.alignment import CHAT_TEMPLATE
 from qwen3_asr_server.backend.launch import ALIGNER_ARCHITECTURE
+from qwen3_asr_server.model.alignment import CHAT_TEMPLATE
 from tests.fixtures.process import ServerProcess, gone, install_launcher
 from tests.fixtures.speech import speech_wav
 

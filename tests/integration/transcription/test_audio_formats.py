@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.subtitles import timestamp
+from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import CONTAINERS, encode
 from tests.fixtures.harness import MODEL, Harness, app_before, start_harness

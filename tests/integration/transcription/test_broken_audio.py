@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qwen3_asr_server import audio
 from qwen3_asr_server.errors import APIError
+from qwen3_asr_server.speech import audio
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import JOINED_MP3, OK, Case, corpus
 from tests.fixtures.containers import CONTAINERS, encode, tone
@@ -87,7 +87,7 @@ def test_a_concat_script_cannot_read_files_next_to_the_server(
 # getrusage's ru_maxrss would start from the pytest process's peak, inherited through fork.
 _MEASURE = """
 import io, json, pathlib
-from qwen3_asr_server import audio
+from qwen3_asr_server.speech import audio
 from qwen3_asr_server.errors import APIError
 from tests.fixtures.broken_audio import corpus
 

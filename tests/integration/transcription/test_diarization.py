@@ -14,7 +14,7 @@ import orjson
 import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionTextSegmentEvent
 
-from qwen3_asr_server.catalog import DIARIZE
+from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import (

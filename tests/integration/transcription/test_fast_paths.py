@@ -12,7 +12,7 @@ import av
 import numpy as np
 import pytest
 
-from qwen3_asr_server import audio
+from qwen3_asr_server.speech import audio
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, app_before

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.subtitles import timestamp
+from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, app_before, ready
 from tests.fixtures.servers import ThreadedServer

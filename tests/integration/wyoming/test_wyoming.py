@@ -19,7 +19,7 @@ from wyoming.event import Event, async_read_event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
-from qwen3_asr_server.languages import SUPPORTED
+from qwen3_asr_server.model.languages import SUPPORTED
 from tests.fixtures.process import listening, workers
 from tests.fixtures.wyoming import READ_TIMEOUT, Wyoming, answer, send_command, start_wyoming, tone
 

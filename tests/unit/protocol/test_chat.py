@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
-from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.errors import APIError
+from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.protocol import chat
 from qwen3_asr_server.protocol.fields import Policy
 

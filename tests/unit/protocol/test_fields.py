@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from qwen3_asr_server import languages
+from qwen3_asr_server.model import languages
 from qwen3_asr_server.protocol import fields
 from qwen3_asr_server.protocol.fields import (
     Between,

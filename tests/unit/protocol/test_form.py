@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
-from qwen3_asr_server import languages
-from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.errors import APIError
+from qwen3_asr_server.model import languages
+from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
-from qwen3_asr_server.segmentation import Chunking
+from qwen3_asr_server.speech.segmentation import Chunking
 from qwen3_asr_server.transcription.formats import FORMATS
 
 POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0), 400, 1000)

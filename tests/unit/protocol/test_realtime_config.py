@@ -13,9 +13,9 @@ from openai.types.realtime import (
     SessionUpdateEvent,
 )
 
-from qwen3_asr_server import languages
-from qwen3_asr_server.catalog import Catalog
 from qwen3_asr_server.errors import APIError, EventError
+from qwen3_asr_server.model import languages
+from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.realtime import (
     SEMANTIC_SILENCE_MS,

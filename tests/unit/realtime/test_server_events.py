@@ -43,8 +43,8 @@ from openai.types.realtime.realtime_conversation_item_user_message import (
     RealtimeConversationItemUserMessage,
 )
 
-from qwen3_asr_server import languages
 from qwen3_asr_server.errors import APIError, EventError, ServerError
+from qwen3_asr_server.model import languages
 from qwen3_asr_server.protocol.realtime import SessionConfig
 from qwen3_asr_server.realtime import server_events as events
 from qwen3_asr_server.transcription.usage import Tokens

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from qwen3_asr_server import segmentation
-from qwen3_asr_server.networks import Shared
-from qwen3_asr_server.silero import SpeechModel
 from qwen3_asr_server.speakers.diarize import Diarizer, Known
 from qwen3_asr_server.speakers.embedding import SpeakerModel
+from qwen3_asr_server.speech import segmentation
+from qwen3_asr_server.speech.onnx_models import Shared
+from qwen3_asr_server.speech.silero import SpeechModel
 from tests.fixtures.conversations import RATE, Conversation, conversation, spoken
 from tests.fixtures.process import import_script
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen3_asr_server.segmentation import Span
-from qwen3_asr_server.silero import WINDOW as VAD_WINDOW
 from qwen3_asr_server.speakers import clustering, features
 from qwen3_asr_server.speakers.diarize import HOP, SHORTEST, WINDOW, Known, labels, regions, windows
 from qwen3_asr_server.speakers.diarize import turns as turns_of
+from qwen3_asr_server.speech.segmentation import Span
+from qwen3_asr_server.speech.silero import WINDOW as VAD_WINDOW
 
 
 def test_windows_cover_each_run_of_speech() -> None:

@@ -12,9 +12,9 @@ from openai.types import AudioResponseFormat
 from openai.types.audio import Transcription, TranscriptionDiarized, TranscriptionVerbose
 from starlette.datastructures import FormData, UploadFile
 
-from qwen3_asr_server.alignment import Word
-from qwen3_asr_server.catalog import DIARIZE, Catalog
-from qwen3_asr_server.languages import resolve
+from qwen3_asr_server.model.alignment import Word
+from qwen3_asr_server.model.catalog import DIARIZE, Catalog
+from qwen3_asr_server.model.languages import resolve
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest

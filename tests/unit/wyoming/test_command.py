@@ -7,11 +7,11 @@ import pytest
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk
 
-from qwen3_asr_server.catalog import Catalog
-from qwen3_asr_server.languages import SUPPORTED
-from qwen3_asr_server.networks import Shared
+from qwen3_asr_server.model.catalog import Catalog
+from qwen3_asr_server.model.languages import SUPPORTED
 from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.silero import SpeechModel
+from qwen3_asr_server.speech.onnx_models import Shared
+from qwen3_asr_server.speech.silero import SpeechModel
 from qwen3_asr_server.wyoming.command import Command, Refusal, language_of
 from qwen3_asr_server.wyoming.info import info
 

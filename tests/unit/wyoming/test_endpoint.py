@@ -10,9 +10,9 @@ import pytest
 from wyoming.asr import Transcribe, VadSensitivity
 from wyoming.audio import AudioChunk
 
-from qwen3_asr_server.catalog import Catalog
-from qwen3_asr_server.networks import Shared
-from qwen3_asr_server.silero import SpeechModel
+from qwen3_asr_server.model.catalog import Catalog
+from qwen3_asr_server.speech.onnx_models import Shared
+from qwen3_asr_server.speech.silero import SpeechModel
 from qwen3_asr_server.wyoming.command import Command
 from qwen3_asr_server.wyoming.endpoint import (
     MAX_SPEECH_SECONDS,

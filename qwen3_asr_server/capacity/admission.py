@@ -1,0 +1,87 @@
+"""Admission control: how many requests vLLM works on at once, and how many may wait.
+
+Past vLLM's own batch (`--max-num-seqs`) extra requests only queue inside vLLM, where no one
+can see or bound them. Here they wait in a bounded line instead; one that cannot get a slot
+in time, or finds the line full, gets OpenAI's 429 with `Retry-After`, which the SDK honours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from ..errors import APIError
+from ..metrics import Metrics
+from ..settings import Settings
+
+DEFAULT_LIMIT = 64
+RETRY_AFTER_SECONDS = 1
+
+
+def limit_of(settings: Settings) -> int:
+    """Requests to vLLM in flight at once, for the whole server."""
+    return settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
+
+
+class Slots(Protocol):
+    """What requests take and give back: `Admission`, or with `--workers N` the one shared by
+    the worker processes (`capacity.shared.SharedAdmission`)."""
+
+    @property
+    def taken(self) -> int: ...
+    async def acquire(self) -> None: ...
+    def release(self) -> None: ...
+
+
+def busy(reason: str) -> APIError:
+    return APIError(
+        429,
+        f"The server is at capacity ({reason}); retry after a moment.",
+        type="requests",
+        code="rate_limit_exceeded",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+class Admission:
+    """At most `limit` slots taken; at most `max_queue` waiting, each for `timeout` seconds."""
+
+    def __init__(self, limit: int, max_queue: int, timeout: float, metrics: Metrics) -> None:
+        self.limit = limit
+        self.max_queue = max_queue
+        self.timeout = timeout
+        self.metrics = metrics
+        self.waiting = 0
+        self.taken = 0
+        self._free = asyncio.Semaphore(limit)
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line if need be; a 429 when the line is full or too slow."""
+        if self._free.locked() or self.waiting:
+            if self.waiting >= self.max_queue:
+                self.metrics.rejected.labels(reason="queue_full").inc()
+                raise busy(f"{self.waiting} requests already waiting")
+            self._set_waiting(+1)
+            try:
+                # not wait_for: on 3.11 it swallows a cancel that comes as the slot is given,
+                # and the cancelled request then goes on to the backend
+                async with asyncio.timeout(self.timeout):
+                    await self._free.acquire()
+            except TimeoutError:
+                self.metrics.rejected.labels(reason="queue_timeout").inc()
+                raise busy(f"no slot free within {self.timeout:.0f} s") from None
+            finally:
+                self._set_waiting(-1)
+        else:
+            await self._free.acquire()
+        self.taken += 1
+        self.metrics.upstream_in_flight.set(self.taken)
+
+    def release(self) -> None:
+        self.taken -= 1
+        self.metrics.upstream_in_flight.set(self.taken)
+        self._free.release()
+
+    def _set_waiting(self, change: int) -> None:
+        self.waiting += change
+        self.metrics.queue_depth.set(self.waiting)

@@ -1,0 +1,113 @@
+"""The package's import graph has no circles, and the core knows nothing of HTTP.
+
+Read from the source (every `import` and `from ... import`, those under `TYPE_CHECKING`
+included: a circle there is still two modules that cannot be understood one without the
+other), module by module; `from .pkg import name` counts as importing the module `pkg.name`
+when there is one, else the package `pkg`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.fixtures.process import REPO
+
+PACKAGE = REPO / "qwen3_asr_server"
+ROOT = PACKAGE.name
+# the core: what a transcription is made of, whichever front door it came through
+CORE = ("transcription", "stages", "speech", "model", "speakers", "capacity")
+# HTTP, and the front doors' own request models (a multipart form, a session config)
+FRONT = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    f"{ROOT}.routes",
+    f"{ROOT}.middleware",
+    f"{ROOT}.protocol",
+    f"{ROOT}.realtime",
+    f"{ROOT}.wyoming",
+)
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _imports(module: str) -> Iterator[str]:
+    path = MODULES[module]
+    here = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = here.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+
+
+def _graph() -> dict[str, set[str]]:
+    return {
+        module: {each for each in _imports(module) if each in MODULES and each != module}
+        for module in MODULES
+    }
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for each in graph[node]:
+            if each not in index:
+                visit(each)
+                low[node] = min(low[node], low[each])
+            elif each in stack:
+                low[node] = min(low[node], index[each])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                each = stack.pop()
+                component.append(each)
+                if each == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_of_the_package_imports_itself_back() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_core_imports_nothing_of_http_nor_of_a_front_door() -> None:
+    core = [m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in CORE]
+    assert core, "no core modules found"
+    leaks = {
+        f"{module} -> {each}"
+        for module in core
+        for each in _imports(module)
+        if each.startswith(FRONT) or each.split(".")[0] in FRONT
+    }
+    assert leaks == set()

@@ -1,0 +1,32 @@
+"""A request cancelled as it waits for a slot: whatever the moment, it ends holding none."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from qwen3_asr_server.capacity.admission import Admission
+from qwen3_asr_server.metrics import Metrics
+
+
+@pytest.mark.parametrize("turns", range(4))
+async def test_a_request_cancelled_as_its_slot_frees_takes_nothing(turns: int) -> None:
+    """The slot is given back and the waiter cancelled `turns` loop turns apart: a waiter
+    still pending when cancelled ends cancelled, and only one that got its slot first keeps
+    it (on 3.11 `wait_for` returned the slot to a cancelled waiter, which then went on to the
+    backend and held its upload's answer back)."""
+    admission = Admission(limit=1, max_queue=4, timeout=5.0, metrics=Metrics())
+    await admission.acquire()
+    waiter = asyncio.create_task(admission.acquire())
+    await asyncio.sleep(0)
+    admission.release()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    pending = waiter.cancel()
+    await asyncio.wait([waiter])
+    assert waiter.cancelled() == pending
+    assert admission.taken == (0 if pending else 1)
+    assert admission.waiting == 0
+    if pending:
+        await asyncio.wait_for(admission.acquire(), 1)  # the slot went back, to the next one
