@@ -170,5 +170,5 @@ heavy() {
 }
 started heavy heavy
 # the rest over two processes, a test file each at a time (pytest-xdist)
-started light lane light 0 -n 2 --dist loadfile tests "${heavy[@]/#/--ignore=}"
+started light timed "light lane" lane light 0 -n 2 --dist loadfile tests "${heavy[@]/#/--ignore=}"
 finished
