@@ -34,7 +34,7 @@ from ..model.catalog import DIARIZE
 from ..model.languages import Language
 from ..speech.segmentation import Chunking
 from ..transcription.formats import FORMATS, named
-from ..transcription.request import Encoded, Format, Reference, Task, Transcription, Words
+from ..transcription.request import Encoded, Format, Reference, Request, Task, Words
 from . import fields, speakers
 from .fields import (
     Between,
@@ -193,9 +193,9 @@ class AudioRequest(BaseModel):
         """Whisper-1's usage (seconds), not gpt-*'s (tokens), as OpenAI bills them."""
         return not (self.model or "").startswith("gpt-")
 
-    def transcription(self) -> Transcription:
+    def transcription(self) -> Request:
         """What the core takes: the uploaded file and the options this form asked for."""
-        return Transcription(
+        return Request(
             audio=Encoded(self.file.file, self.file.size or 0),
             response_format=self.response_format,
             task=self.task,

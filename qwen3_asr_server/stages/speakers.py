@@ -17,7 +17,7 @@ from ..speech.audio import Audio
 from ..speech.segmentation import Span
 from ..speech.silero import Probabilities, SpeechModel
 from ..transcription.pieces import Cuts
-from ..transcription.request import Transcription
+from ..transcription.request import Request
 from ..transcription.transcript import Transcript
 
 
@@ -29,13 +29,13 @@ class SpeakerAttribution:
         self.diarizer = diarizer  # None: --diarizer none, and the catalog refuses the model
         self.speech = speech
 
-    def needed(self, request: Transcription) -> bool:
+    def needed(self, request: Request) -> bool:
         return request.diarize and self.diarizer is not None
 
     def check_ready(self) -> None:
         """The diarizer runs in this process: always ready."""
 
-    def cuts(self, request: Transcription) -> Cuts | None:
+    def cuts(self, request: Request) -> Cuts | None:
         diarizer, speech, references = self.diarizer, self.speech, request.known
         assert diarizer is not None  # `needed` said so
 

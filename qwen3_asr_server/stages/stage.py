@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ..speech.audio import Audio
 from ..transcription.pieces import Cuts
-from ..transcription.request import Transcription
+from ..transcription.request import Request
 from ..transcription.transcript import Transcript
 
 
@@ -16,7 +16,7 @@ class Stage(Protocol):
 
     A stage fills fields of the `Transcript` that the model alone cannot (word times from the
     aligner, speakers from the diarizer), for the requests that ask for them: a
-    `Transcription` given to `TranscriptionService`, by the audio endpoints (transcriptions
+    `request.Request` given to `TranscriptionService`, by the audio endpoints (transcriptions
     and translations) or any other way in. Realtime sessions do not go through stages: a
     diarizing session's worker cuts each utterance with the diarizer itself, remembering the
     session's voices.
@@ -49,16 +49,16 @@ class Stage(Protocol):
     @property
     def max_seconds(self) -> float | None: ...
 
-    def needed(self, request: Transcription) -> bool: ...
+    def needed(self, request: Request) -> bool: ...
 
     def check_ready(self) -> None: ...
 
-    def cuts(self, request: Transcription) -> Cuts | None: ...
+    def cuts(self, request: Request) -> Cuts | None: ...
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript: ...
 
 
-def needed(stages: Sequence[Stage], request: Transcription) -> list[Stage]:
+def needed(stages: Sequence[Stage], request: Request) -> list[Stage]:
     """The stages this request needs, in their order; a 400 for one it cannot have."""
     return [stage for stage in stages if stage.needed(request)]
 

@@ -16,7 +16,7 @@ from ..errors import APIError
 from ..model import alignment
 from ..speech.audio import RATE, Audio
 from ..transcription.pieces import Cuts, all_or_nothing
-from ..transcription.request import Transcription, Words
+from ..transcription.request import Request, Words
 from ..transcription.transcript import Segment, Transcript
 
 
@@ -28,7 +28,7 @@ class WordAlignment:
         self.aligner = aligner  # None: the server runs no aligner
         self.concurrency = concurrency  # segments aligned at once, as pieces are transcribed
 
-    def needed(self, request: Transcription) -> bool:
+    def needed(self, request: Request) -> bool:
         language = request.forced
         alignable = language is None or language in alignment.LANGUAGES
         if not request.words:
@@ -60,7 +60,7 @@ class WordAlignment:
         if self.aligner is not None:
             self.aligner.check_ready()
 
-    def cuts(self, request: Transcription) -> Cuts | None:
+    def cuts(self, request: Request) -> Cuts | None:
         return None
 
     async def run(self, transcript: Transcript, audio: Audio) -> Transcript:

@@ -10,7 +10,7 @@ from typing import Any
 from ..model import languages
 from ..model.alignment import Word
 from . import subtitles
-from .request import Body, Transcription
+from .request import Body, Request
 from .transcript import Segment, Transcript
 from .usage import duration
 
@@ -56,7 +56,7 @@ def diarized_segment(index: int, segment: Segment) -> dict[str, Any]:
     }
 
 
-def _noted(body: dict[str, Any], transcript: Transcript, request: Transcription) -> dict[str, Any]:
+def _noted(body: dict[str, Any], transcript: Transcript, request: Request) -> dict[str, Any]:
     """A translation says in its JSON that it is a transcript (the translation shim)."""
     if request.translation:
         spoken = f" ({transcript.language.name})" if transcript.language else ""
@@ -64,7 +64,7 @@ def _noted(body: dict[str, Any], transcript: Transcript, request: Transcription)
     return body
 
 
-def json(transcript: Transcript, request: Transcription) -> Body:
+def json(transcript: Transcript, request: Request) -> Body:
     """OpenAI's json; usage in seconds for whisper-1 (and other names), as it bills them."""
     usage = duration(transcript.duration) if request.usage_in_seconds else transcript.tokens.body()
     body: dict[str, Any] = {
@@ -77,11 +77,11 @@ def json(transcript: Transcript, request: Transcription) -> Body:
     return _noted(body, transcript, request)
 
 
-def text(transcript: Transcript, request: Transcription) -> Body:
+def text(transcript: Transcript, request: Request) -> Body:
     return transcript.text + "\n"
 
 
-def verbose_json(transcript: Transcript, request: Transcription) -> Body:
+def verbose_json(transcript: Transcript, request: Request) -> Body:
     """OpenAI's verbose_json: `segments` unless only words were asked for, `words` if they
     were."""
     body: dict[str, Any] = {
@@ -102,7 +102,7 @@ def verbose_json(transcript: Transcript, request: Transcription) -> Body:
     return _noted(body, transcript, request)
 
 
-def diarized_json(transcript: Transcript, request: Transcription) -> Body:
+def diarized_json(transcript: Transcript, request: Request) -> Body:
     """OpenAI's diarized_json: the segments with their speakers."""
     return {
         "task": "transcribe",
@@ -137,9 +137,9 @@ def cues(transcript: Transcript) -> list[subtitles.Cue]:
     return found
 
 
-def srt(transcript: Transcript, request: Transcription) -> Body:
+def srt(transcript: Transcript, request: Request) -> Body:
     return subtitles.srt(cues(transcript))
 
 
-def vtt(transcript: Transcript, request: Transcription) -> Body:
+def vtt(transcript: Transcript, request: Request) -> Body:
     return subtitles.vtt(cues(transcript))

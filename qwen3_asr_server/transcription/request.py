@@ -39,7 +39,7 @@ class Format:
 
     name: str
     content_type: str
-    render: Callable[[Transcript, Transcription], Body]
+    render: Callable[[Transcript, Request], Body]
     segments: bool = False  # it shows timed segments: the audio is always cut at pauses
     words: Words = Words.NEVER
     streams: bool = False  # `stream=true` may ask for it (OpenAI's transcript events)
@@ -68,7 +68,7 @@ class Reference:
 
 
 @dataclass(frozen=True)
-class Transcription:
+class Request:
     """A recording and how to transcribe it. The defaults are OpenAI's: a transcript in the
     language the model hears, at temperature 0, billed in seconds."""
 

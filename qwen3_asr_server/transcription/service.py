@@ -6,7 +6,7 @@ reserved in the server's budget (`budget`: a wait, or a 429), the audio is decod
 plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
 cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
 as OpenAI's transcript events), the stages run, and the transcript rendered in the format
-asked for. It takes a `request.Transcription`, which has no HTTP in it: the audio routes make
+asked for. It takes a `request.Request`, which has no HTTP in it: the audio routes make
 one of their form, anything else that has a recording (a stored file, decoded samples) makes
 its own; a Realtime session asks for each utterance's stream (`utterance`). The reservation
 is the job's until its answer or its events end (`Job.release`, `Events.aclose`).
@@ -35,7 +35,7 @@ from ..stages.stage import Stage
 from . import pieces
 from .pieces import Cuts, Options
 from .progress import Progress
-from .request import Body, Encoded, Transcription
+from .request import Body, Encoded, Request
 from .streaming import TranscriptStream
 from .usage import Tokens
 
@@ -50,7 +50,7 @@ transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 class Job:
     """A request accepted: its audio decoded, the stages it needs, how it is transcribed."""
 
-    request: Transcription
+    request: Request
     audio: Audio
     stages: list[Stage]
     options: Options
@@ -78,7 +78,7 @@ class TranscriptionService:
         self.metrics = metrics
         self.decoding = asyncio.Semaphore(settings.decode_workers)  # CPU-bound: decode, plan
 
-    async def accept(self, request: Transcription) -> Job:
+    async def accept(self, request: Request) -> Job:
         """What can refuse the request before the model is asked, then its audio, decoded
         (or, given as samples, held)."""
         needed = stage.needed(self.stages, request)
@@ -179,7 +179,7 @@ class TranscriptionService:
             quoted = json.dumps(text, ensure_ascii=False)
             transcript_logger.info("request_id=%s transcript=%s", request_id, quoted)
 
-    def _options(self, request: Transcription, needed: Sequence[Stage]) -> Options:
+    def _options(self, request: Request, needed: Sequence[Stage]) -> Options:
         kind = request.response_format
         chunking = request.chunking
         if chunking is None and not any("words" in each.provides for each in needed):

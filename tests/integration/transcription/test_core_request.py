@@ -15,7 +15,7 @@ from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model.languages import resolve
 from qwen3_asr_server.speech.audio import Audio
 from qwen3_asr_server.transcription.formats import FORMATS
-from qwen3_asr_server.transcription.request import Body, Encoded, Transcription
+from qwen3_asr_server.transcription.request import Body, Encoded, Request
 from qwen3_asr_server.transcription.service import TranscriptionService
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import Harness, app_before
@@ -62,7 +62,7 @@ def service(harness: Harness) -> TranscriptionService:
     return found
 
 
-async def answered(harness: Harness, asked: Transcription, request_id: str) -> Body:
+async def answered(harness: Harness, asked: Request, request_id: str) -> Body:
     """The service's answer, the way any door asks for it: accept, transcribe, release."""
     job = await service(harness).accept(asked)
     try:
@@ -99,11 +99,11 @@ async def test_a_stored_file_and_samples_are_answered_as_the_same_upload_is(
     stored = tmp_path / "clip.wav"
     stored.write_bytes(SPEECH)
     with stored.open("rb") as file:
-        from_disk = Transcription(Encoded(file, stored.stat().st_size), **options)
+        from_disk = Request(Encoded(file, stored.stat().st_size), **options)
         assert await answered(harness, from_disk, "batch-1") == over_http
     # the model was asked the same
     assert asked_of_model(harness.standin.requests[len(sent) :]) == asked_of_model(sent)
-    from_samples = Transcription(SAMPLES, **options)
+    from_samples = Request(SAMPLES, **options)
     assert await answered(harness, from_samples, "call-1") == over_http
     assert service(harness).budget.ledger.total() == 0  # each gave its audio's room back
 
@@ -113,7 +113,7 @@ async def test_samples_stream_the_events_an_upload_streams(harness: Harness) -> 
         TRANSCRIPTIONS, files={"file": ("clip.wav", SPEECH)}, data={"stream": "true"}
     )
     assert response.status_code == 200, response.text
-    job = await service(harness).accept(Transcription(SAMPLES, FORMATS["json"]))
+    job = await service(harness).accept(Request(SAMPLES, FORMATS["json"]))
     events = await service(harness).stream(job, "call-1")
     try:
         streamed = "".join([event async for event in events])
@@ -126,11 +126,11 @@ async def test_samples_stream_the_events_an_upload_streams(harness: Harness) -> 
 async def test_samples_longer_than_the_server_takes_are_refused_as_an_upload_is() -> None:
     async with app_before(StandIn(), max_audio_seconds=1.0) as harness:
         with pytest.raises(APIError) as caught:
-            await service(harness).accept(Transcription(SAMPLES, FORMATS["json"]))
+            await service(harness).accept(Request(SAMPLES, FORMATS["json"]))
         assert caught.value.code == "audio_too_long"
         assert service(harness).budget.ledger.total() == 0
         assert harness.standin.requests == []
         short = dataclasses.replace(SAMPLES, samples=SAMPLES.samples[:16000])
-        assert await answered(harness, Transcription(short, FORMATS["text"]), "call-1") == (
+        assert await answered(harness, Request(short, FORMATS["text"]), "call-1") == (
             "Hello world.\n"
         )

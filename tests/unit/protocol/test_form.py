@@ -19,7 +19,7 @@ from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.speech.segmentation import Chunking
 from qwen3_asr_server.transcription.formats import FORMATS
-from qwen3_asr_server.transcription.request import Encoded, Transcription
+from qwen3_asr_server.transcription.request import Encoded, Request
 from tests.fixtures.audio import wav
 
 POLICY = Policy(Catalog("qwen3-asr", ["whisper-1", "gpt-4o-transcribe"], 0), 400, 1000)
@@ -33,9 +33,7 @@ def read(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionReque
     return form.read(FormData([("file", upload()), *items]), model, POLICY)
 
 
-def read_core(
-    *items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest
-) -> Transcription:
+def read_core(*items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest) -> Request:
     """The form as the route gives it to the transcription service."""
     return read(*items, model=model).transcription()
 
@@ -188,7 +186,7 @@ def test_the_core_request_carries_every_field_the_form_read() -> None:
     ]
     asked = form.read(FormData(fields), TranscriptionRequest, diarizing)
     core = asked.transcription()
-    assert dataclasses.replace(core, known=()) == Transcription(
+    assert dataclasses.replace(core, known=()) == Request(
         audio=Encoded(file.file, 10),
         response_format=FORMATS["verbose_json"],
         task="transcribe",
@@ -214,5 +212,5 @@ def test_the_core_request_carries_every_field_the_form_read() -> None:
     assert (translated.task, translated.translation) == ("translate", True)
     # every field is carried by one of these, else it would go unchecked at its default
     carried = (core, forced, translated)
-    for field in dataclasses.fields(Transcription):
+    for field in dataclasses.fields(Request):
         assert any(getattr(each, field.name) != field.default for each in carried), field.name

@@ -23,7 +23,7 @@ from qwen3_asr_server.speech.audio import RATE, Audio
 from qwen3_asr_server.stages import registry, stage
 from qwen3_asr_server.stages.speakers import SpeakerAttribution
 from qwen3_asr_server.stages.words import WordAlignment
-from qwen3_asr_server.transcription.request import Transcription
+from qwen3_asr_server.transcription.request import Request
 from qwen3_asr_server.transcription.service import TranscriptionService
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 
@@ -53,7 +53,7 @@ class FakeAligner:
         ]
 
 
-def request(*items: tuple[str, Any]) -> Transcription:
+def request(*items: tuple[str, Any]) -> Request:
     """The core's request, as the audio route makes it of these form fields."""
     upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
     read = form.read(FormData([("file", upload), *items]), form.TranscriptionRequest, POLICY)

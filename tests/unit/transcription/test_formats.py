@@ -42,7 +42,7 @@ TRANSCRIPT = Transcript(
 
 def request(
     *items: tuple[str, Any], model: type[AudioRequest] = TranscriptionRequest
-) -> core.Transcription:
+) -> core.Request:
     """The core's request, as the audio route makes it of these form fields."""
     upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
     return form.read(FormData([("file", upload), *items]), model, POLICY).transcription()
