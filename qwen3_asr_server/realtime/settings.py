@@ -30,6 +30,7 @@ class RealtimeSettings(BaseModel):
         64,
         ge=1,
         description="Realtime sessions open at once, over the whole server (every worker); "
-        "beyond it a handshake gets 429 (or a close with 1013).",
+        "beyond it a handshake gets 429 session_limit_reached with Retry-After (or a close with "
+        "1013).",
         json_schema_extra={"metavar": "N"},
     )

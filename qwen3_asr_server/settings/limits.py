@@ -11,7 +11,7 @@ class LimitsSettings(BaseModel):
     request_timeout: float = Field(
         600.0,
         gt=0,
-        description="Seconds one upstream request may take.",
+        description="Seconds one upstream request may take; then 504.",
         json_schema_extra={"metavar": "SECONDS"},
     )
     backend_wait: float = Field(
@@ -51,14 +51,14 @@ class LimitsSettings(BaseModel):
     max_audio_seconds: float = Field(
         10800.0,
         gt=0,
-        description="Longest audio accepted, in seconds (decoded length).",
+        description="Longest audio accepted, in seconds (decoded length); longer: 400.",
         json_schema_extra={"metavar": "SECONDS"},
     )
     audio_budget_seconds: float | None = Field(
         None,
         gt=0,
-        description="Seconds of decoded audio all requests together may hold at once; more "
-        "wait, then 429.",
+        description="Seconds of decoded audio all requests together may hold at once, over "
+        "every worker; more wait their turn up to --queue-timeout, then 429 with Retry-After.",
         json_schema_extra={
             "metavar": "SECONDS",
             "default_text": "a quarter of the memory at 32 KiB per second",
@@ -92,7 +92,7 @@ class LimitsSettings(BaseModel):
     max_queue: int = Field(
         256,
         ge=0,
-        description="Requests that may wait for a slot; beyond it: 429.",
+        description="Requests that may wait for a slot; beyond it: 429 with Retry-After.",
         json_schema_extra={"metavar": "N"},
     )
     queue_timeout: float = Field(

@@ -12,5 +12,7 @@ class LoggingSettings(BaseModel):
         False, description="Log the text of transcripts (off: only ids, sizes and timings)."
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
-        "info", description="Log level of the server (vLLM's own output is relayed as is)."
+        "info",
+        description="Log level of the server (vLLM's own output is relayed as is); keys and "
+        "tokens stay out of the log at every level.",
     )

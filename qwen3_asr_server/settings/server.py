@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field, SecretStr
 class ServerSettings(BaseModel):
     host: str = Field(
         "0.0.0.0",
-        description="Interface the API listens on.",
+        description="Interface the API listens on; anything but loopback with no --api-key is "
+        "warned about at start.",
         json_schema_extra={"metavar": "HOST"},
     )
     port: int = Field(

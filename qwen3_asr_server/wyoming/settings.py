@@ -71,7 +71,8 @@ class WyomingSettings(BaseModel):
         32,
         ge=1,
         description="Wyoming connections open at once, over the whole server (every worker); "
-        "one beyond it is closed as soon as it is accepted.",
+        "one beyond it is closed as soon as it is accepted, and counted in "
+        'qwen3_asr_rejected_total{reason="wyoming_connection_limit"}.',
         json_schema_extra={"metavar": "N"},
     )
     wyoming_idle_timeout: float = Field(
@@ -92,7 +93,8 @@ class WyomingSettings(BaseModel):
         gt=0,
         le=600,
         description="Most seconds of audio one Wyoming command may hold (with or without "
-        "endpointing); beyond it the command ends with an `error` event.",
+        "endpointing; at most 600); beyond it the command ends with an `error` event "
+        "(audio-too-long).",
         json_schema_extra={"metavar": "SECONDS"},
     )
     wyoming_zeroconf: str | None = Field(
