@@ -36,11 +36,22 @@ def absent() -> Any:
     return Field(default=None, exclude_if=_none, json_schema_extra=_no_default)
 
 
+def _required(schema: JsonDict, model: type[BaseModel]) -> None:
+    """Every field is sent but those `absent()` may leave out, defaults too (`type`). Not
+    pydantic's `json_schema_serialization_defaults_required`: early 2.12 releases make it
+    require `exclude_if` fields as well (pydantic#12424)."""
+    schema["required"] = [
+        field.alias or name
+        for name, field in model.model_fields.items()
+        if field.exclude_if is None
+    ]
+
+
 class Answer(BaseModel):
     """A JSON object this server sends. Extra keys are refused, so that each published shape
     is exactly what is sent and the JSON formats' `oneOf` matches one of them only."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_required)
 
     def body(self) -> dict[str, Any]:
         """The object, keys in the order declared, absent fields left out."""

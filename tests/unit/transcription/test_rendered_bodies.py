@@ -1,7 +1,7 @@
 """Each JSON format's body, key by key as the renderers wrote them before they filled the
 response models (`transcription.responses`): the same keys in the same order, absent where they
 were absent, the same numbers (1.0 is not 1). The routes send these dicts as they are, so equal
-JSON text here is equal bytes on the wire."""
+JSON text here is equal bytes on the wire. Each is one of the answers /openapi.json publishes."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ import io
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
 from qwen3_asr_server.model.alignment import Word
 from qwen3_asr_server.model.catalog import DIARIZE, Catalog
 from qwen3_asr_server.model.languages import resolve
-from qwen3_asr_server.protocol import form
+from qwen3_asr_server.protocol import form, openapi
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from qwen3_asr_server.transcription.formats import JSON
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 from qwen3_asr_server.transcription.usage import Tokens
 
@@ -326,3 +328,11 @@ def test_the_body_is_the_one_sent_before(case: str) -> None:
     upload = UploadFile(io.BytesIO(b"x"), size=1, filename="a.wav")
     asked = form.read(FormData([("file", upload), *items]), model, POLICY)
     assert _text(asked.response_format.render(transcript, asked)) == _text(expected)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_body_is_one_the_schema_publishes(case: str) -> None:
+    _, model, _, expected = CASES[case]
+    answer = openapi.operation(model)["responses"]["200"]["content"][JSON]["schema"]
+    schema = {**answer, "components": {"schemas": openapi.components()}}
+    jsonschema.validate(expected, schema, cls=jsonschema.Draft202012Validator)
