@@ -73,7 +73,11 @@ class Metrics:
             *BACKEND_INFO, ["backend", "device", "model_id"], registry=self.registry
         )
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
+        self._count_work()
+        self._count_capacity()
 
+    def _count_work(self) -> None:
+        """Pieces, transcriptions, their audio and tokens, by front door."""
         self.pieces_retried = Counter(
             "qwen3_asr_pieces_retried",
             "Pieces of a recording sent to vLLM again after it went away (a restart).",
@@ -109,6 +113,8 @@ class Metrics:
             registry=self.registry,
         )
 
+    def _count_capacity(self) -> None:
+        """What is open, in flight, waiting and held now; what was turned away."""
         self.realtime_sessions = Gauge(
             "qwen3_asr_realtime_sessions",
             "Realtime transcription sessions open now.",

@@ -40,7 +40,8 @@ if [ "${1:-}" = --install-only ]; then
 fi
 "$venv/bin/python" scripts/dependency_floors.py check
 if [ $# -eq 0 ]; then
-    set -- tests/unit tests/integration/realtime tests/integration/middleware \
+    # over two processes, a test file each at a time (pytest-xdist), as the light lane runs
+    set -- -n 2 --dist loadfile tests/unit tests/integration/realtime tests/integration/middleware \
         tests/integration/transcription tests/integration/wyoming \
         tests/integration/test_hostile_input.py \
         tests/integration/test_api_surface.py tests/tools/test_packaging.py \

@@ -1,6 +1,6 @@
 """How well the default diarizer tells who spoke when: DER on flite conversations.
 
-    python scripts/diarization_error.py                 the README's table
+    python scripts/diarization_error.py                 the table of docs/features/speakers.md
     python scripts/diarization_error.py --hours 1       one long recording: DER, CPU, memory
     python scripts/diarization_error.py --short         speaker counts of 36 short conversations
     python scripts/diarization_error.py --references    known speakers named right
@@ -158,7 +158,7 @@ def table(
     rttm_folder: Path | None = None,
     conversations: Sequence[tuple[int, int, int]] = CONVERSATIONS,
 ) -> None:
-    """The README's table: a row per conversation (speakers, turns, seed)."""
+    """The speakers page's table: a row per conversation (speakers, turns, seed)."""
     from tests.fixtures.conversations import RATE, conversation
 
     print(HEADER)

@@ -14,7 +14,9 @@
 # the time (a core 60% idle): the heavy lane (the real vLLM engine, the images, the browser,
 # pyannote), niced so that the tests that time a server answering get the CPU first, then the
 # dependency floors; beside it the light lane, the rest, over two pytest-xdist processes. Each
-# lane's output is printed once it ends. With arguments, one pytest runs with them.
+# lane's output is printed once it ends. Without arguments the manual (docs/, mkdocs.yml) is
+# built too, with --strict: a broken link or anchor fails. With arguments, one pytest runs with
+# them. Each stage prints a heading with the seconds it took (`=== lints: 45 s`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,29 +24,50 @@ logs=.cache/logs
 mkdir -p "$logs"
 declare -A running=()
 
-# `started NAME COMMAND...`: COMMAND in the background, its output in $logs/NAME.log
+# `started NAME COMMAND...`: COMMAND in the background, its output in $logs/NAME.log and the
+# seconds it took in $logs/NAME.seconds (written however it ends)
 started() {
     local name=$1
     shift
-    "$@" >"$logs/$name.log" 2>&1 &
+    (
+        start=$SECONDS
+        trap 'echo $((SECONDS - start)) >"$logs/$name.seconds"' EXIT
+        "$@"
+        true # not the last command: bash would exec it, and the trap would not run
+    ) >"$logs/$name.log" 2>&1 &
     running[$name]=$!
 }
 
-# Wait for everything started; print each one's log (whole, or its end when it passed and
-# `quiet`), and fail if any failed.
+# Wait for everything started; print each one's heading and time, its log unless it passed and
+# `quiet`, and fail if any failed.
 finished() {
     local mode=${1:-loud} failed=0 name
     for name in "${!running[@]}"; do
         if wait "${running[$name]}"; then
-            [ "$mode" = quiet ] || { echo "=== $name"; cat "$logs/$name.log"; }
+            echo "=== $name: $(cat "$logs/$name.seconds") s"
+            [ "$mode" = quiet ] || cat "$logs/$name.log"
         else
-            echo "=== $name failed:" >&2
+            echo "=== $name failed after $(cat "$logs/$name.seconds") s:" >&2
             cat "$logs/$name.log" >&2
             failed=1
         fi
     done
     running=()
     return $failed
+}
+
+# `timed NAME COMMAND...`: COMMAND in the foreground, between a heading and its time
+timed() {
+    local name=$1 start=$SECONDS status=0
+    shift
+    echo "=== $name"
+    "$@" || status=$?
+    if [ $status -eq 0 ]; then
+        echo "=== $name: $((SECONDS - start)) s"
+    else
+        echo "=== $name failed after $((SECONDS - start)) s" >&2
+    fi
+    return $status
 }
 
 server_venv() {
@@ -117,9 +140,10 @@ if ! command -v podman >/dev/null; then
     deselect=(-m "not container")
 fi
 
-"$venv/bin/ruff" check .
-"$venv/bin/ruff" format --check .
-"$venv/bin/mypy"
+lints() {
+    "$venv/bin/ruff" check . && "$venv/bin/ruff" format --check . && "$venv/bin/mypy"
+}
+timed lints lints
 
 # pytest exits 5 when it collected no test: that is a failure too, and set -e sees it
 if [ $# -gt 0 ]; then
@@ -129,6 +153,8 @@ fi
 # Each lane its own temp folder and no shared cache, so neither cleans up after the other
 temp=$(mktemp -d)
 trap 'rm -rf "$temp"' EXIT
+# the manual, into the temp folder (.cache/ is shared by every checkout that links it)
+NO_MKDOCS_2_WARNING=1 timed docs "$venv/bin/mkdocs" build --strict --quiet --site-dir "$temp/site"
 heavy=(tests/engine tests/containers tests/browser tests/pyannote)
 # `lane NAME NICENESS PYTEST-ARGS...`
 lane() {
@@ -140,9 +166,9 @@ lane() {
 heavy() {
     # then the tests that lean on the dependencies again, on the lowest versions pyproject.toml
     # allows (not niced: they time the server too)
-    lane heavy 10 "${heavy[@]}" && bash scripts/dependency-floors.sh
+    timed "heavy lane" lane heavy 10 "${heavy[@]}" && timed floors bash scripts/dependency-floors.sh
 }
 started heavy heavy
 # the rest over two processes, a test file each at a time (pytest-xdist)
-started light lane light 0 -n 2 --dist loadfile tests "${heavy[@]/#/--ignore=}"
+started light timed "light lane" lane light 0 -n 2 --dist loadfile tests "${heavy[@]/#/--ignore=}"
 finished

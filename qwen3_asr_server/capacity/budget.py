@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings.limits import LimitsSettings
 from ..speech.audio import RATE
 from .admission import busy
 
 # The default budget: a quarter of the memory, at 32 KiB a second of audio (decoded audio is
-# held as 16 kHz 16-bit mono, 32,000 bytes a second; what comes with it, in the README's
-# figures, stays within the margin the other three quarters leave).
+# held as 16 kHz 16-bit mono, 32,000 bytes a second; what comes with it, in the figures of
+# docs/operations/overload.md, stays within the margin the other three quarters leave).
 MEMORY_SHARE = 4
 BYTES_PER_SECOND = 32 * 1024
 # What an upload of unknown length is assumed to be, in bytes a second: 4 kbit/s, lower than
@@ -47,7 +47,7 @@ def memory_bytes() -> int:
     return total
 
 
-def budget_seconds(settings: Settings) -> float:
+def budget_seconds(settings: LimitsSettings) -> float:
     """`--audio-budget-seconds`, else a quarter of the memory at 32 KiB per second of audio."""
     return settings.audio_budget_seconds or memory_bytes() / MEMORY_SHARE / BYTES_PER_SECOND
 

@@ -3,7 +3,7 @@
 `TranscriptionRequest` and `TranslationRequest` are the only place their fields are described:
 `read` validates a form into one (every field checked before any work is done, a bad one a
 400 naming it), and `openapi` publishes them. A translation takes no `language`: Qwen3-ASR
-detects it (and does not translate, see the README).
+detects it (and does not translate, see docs/features/translations.md).
 
 The form spells a list field `keywords[]` (OpenAI's SDKs) or `keywords`, and an object field
 as its parts (`chunking_strategy[threshold]`) or as one JSON value.

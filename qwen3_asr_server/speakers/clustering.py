@@ -30,7 +30,7 @@ MERGE_COSINE = 0.78  # clusters whose centroids are this alike are one speaker
 MIN_SPECTRAL = 20  # fewer windows than this: agglomerative clustering
 LINK_COSINE = 0.6  # which joins windows (not means) this alike: CAM++ gives ~0.75-0.9 for
 # two windows of one voice, ~0.3-0.6 for two voices; of 0.55-0.7, 0.6 got the most speaker
-# counts right on short flite conversations (27 of 36, see the README)
+# counts right on short flite conversations (27 of 36)
 SEED = 0  # k-means starts from the same points every time: the same input, the same labels
 BLOCK = 4800  # windows clustered at once at most: an hour of speech
 

@@ -5,7 +5,8 @@ words whole, lets every piece be transcribed concurrently, and gives each piece 
 offset for timestamps. Pauses are where Silero VAD heard no speech: `split` takes its speech
 probability for every 32 ms window of the recording (`speech.SpeechModel.recording`) and
 is pure. Frame energy, which it used before, put a quarter of its cuts inside sentences in
-pink noise at 20 and 10 dB SNR, where Silero put none (`scripts/cut_quality.py`, README).
+pink noise at 20 and 10 dB SNR, where Silero put none (`scripts/cut_quality.py`,
+docs/features/audio.md).
 
 `is_silent` stays on frame energy against an absolute floor: it only spares the model a clip
 with nothing in it, costs nothing on the path every short request takes, and can never drop a

@@ -5,7 +5,7 @@ and the end of a Wyoming command (`speech.vad`, window by window as the audio ar
 the cuts in long uploads (`segmentation`, a whole recording at once). Frame energy against a
 level, which turns and cuts used before, heard noise at 20 dB SNR as endless speech and put a
 quarter of its cuts inside sentences there; Silero finds the pauses clean and in noise down to
-5 dB SNR (see the README).
+5 dB SNR (see docs/features/audio.md).
 
 A whole recording is judged as many streams side by side: it is cut into chunks that run as
 one batch through the network, each chunk primed with the second of audio before it. ONNX

@@ -10,10 +10,10 @@ drop audio before `keep_from`.
 
 Judged by Silero VAD, a small neural network that gives every 32 ms window the probability
 that it holds speech: frame energy against a fixed level heard noise at 20 dB SNR as endless
-speech and missed a quiet talker at -45 dBFS, where Silero finds both sentence ends (see the
-README). `threshold` is that probability, as in OpenAI's API. Speech starts at the first
-window of a run of MIN_SPEECH_SECONDS at or above it (reported once the run is that long)
-and stops at the end of its last speech window once `silence_ms` followed below
+speech and missed a quiet talker at -45 dBFS, where Silero finds both sentence ends (see
+docs/features/realtime.md). `threshold` is that probability, as in OpenAI's API. Speech
+starts at the first window of a run of MIN_SPEECH_SECONDS at or above it (reported once the
+run is that long) and stops at the end of its last speech window once `silence_ms` followed below
 `threshold - NEGATIVE_MARGIN` (Silero's own hysteresis: a voice trailing off is still a
 voice). An utterance never exceeds `max_speech_ms` (Qwen3-ASR hears 30 s at most): it is cut
 there as if silence had followed, so if the voice goes on, the next utterance starts right at

@@ -1,5 +1,5 @@
 """docker-compose.yml brought up with podman-compose, with compose.override.yml swapping what
-cannot run here (the GPU reservations, the registry images): the README's round trip, speech
+cannot run here (the GPU reservations, the registry images): the manual's round trip, speech
 from the TTS service to a file to a transcript from this server."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_the_cache_helper_gave_the_asr_server_its_folder(loop: tuple[str, str, s
 def test_speech_from_the_tts_service_comes_back_as_text(
     loop: tuple[str, str, str], tmp_path: Path
 ) -> None:
-    """The README's round trip, with the openai SDK against both services."""
+    """The manual's round trip, with the openai SDK against both services."""
     _, asr, tts = loop
     wait_for_health(asr)
     assert httpx.get(f"{tts}/health").json()["model_ready"] is True

@@ -136,7 +136,7 @@ def test_the_images_own_health_check_passes(container: Running) -> None:
 
 
 def test_the_image_is_lean_and_its_size_is_known() -> None:
-    """No compiler, pip cache, tests or repository files; the size the README gives."""
+    """No compiler, pip cache, tests or repository files; the size the manual gives."""
     look = (
         "for tool in gcc g++ cc c++ make; do command -v $tool; done; "
         "ls -d /root/.cache /app/tests /app/.git /app/.cache /app/build 2>/dev/null; "

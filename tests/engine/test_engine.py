@@ -98,7 +98,7 @@ def test_models_lists_the_served_model_and_its_aliases(engine: Engine) -> None:
 def test_the_diarizing_model_labels_each_piece_the_real_engine_transcribes(
     engine: Engine, tmp_path: Path
 ) -> None:
-    talk = conversation(2, 12, tmp_path, seed=1)  # one of the README table's
+    talk = conversation(2, 12, tmp_path, seed=1)  # one of the speakers page table's
     answer = engine.sdk().audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
     )

@@ -35,7 +35,7 @@ STREAM_FIELD = f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="stream"\r
 UPLOADS = 32
 UPLOAD_BYTES = 24 * MIB  # a 16 kHz mono WAV just under the 25 MB limit: 13 min of audio
 PIECES_HELD = 8  # pieces of one upload sent upstream or waiting for a slot (--segment-concurrency)
-# Growth of peak RSS over the idle server with 32 such uploads held at once, the README's
+# Growth of peak RSS over the idle server with 32 such uploads held at once, the manual's
 # figure: measured +954 to +1001 MiB, of which 768 MiB is the decoded audio (24 MiB each); the
 # pieces' request bodies (1.25 MiB of base64 each) exist only for the 64 with a slot.
 FLOOD_BOUND = 1280 * MIB
@@ -63,7 +63,7 @@ def _connect(server: Server, declared: int) -> socket.socket:
 
 def test_a_flood_of_full_size_uploads_stays_in_bounded_memory(tmp_path: Path) -> None:
     """32 uploads of 24 MiB at once, all decoded and waiting on the backend together: peak RSS
-    grows by less than the README's bound; afterwards no temp file, descriptor or client
+    grows by less than the manual's bound; afterwards no temp file, descriptor or client
     connection is left, and a second flood reuses the memory the first one freed."""
     body = _talk_wav(UPLOAD_BYTES)
     # room for all of them in the budget of decoded audio, whatever the machine's memory

@@ -22,6 +22,9 @@ from qwen3_asr_server.serving import budget
 from qwen3_asr_server.settings import ENV_PREFIX, Settings
 from tests.fixtures.process import REPO
 
+# the manual's Kubernetes page: its overlay of one's own, and the components it names
+GUIDE = REPO / "docs" / "operations" / "kubernetes.md"
+
 KUBE = REPO / "deploy" / "kubernetes"
 OVERLAYS = ("gpu", "aligner", "cpu", "gateway")
 VALIDATOR = REPO / "tests" / "kubernetes" / "validate.mjs"
@@ -51,7 +54,7 @@ def rendered(overlay: str) -> tuple[Object, ...]:
 
 
 def overlay_of_ones_own(tmp_path: Path, kustomization: str) -> tuple[Object, ...]:
-    """`kustomization` rendered from my-asr/, a folder beside deploy/ (as the README puts it)."""
+    """`kustomization` rendered from my-asr/ beside deploy/ (as the Kubernetes page puts it)."""
     (tmp_path / "deploy").symlink_to(REPO / "deploy")
     (tmp_path / "my-asr").mkdir()
     (tmp_path / "my-asr" / "kustomization.yaml").write_text(kustomization)
@@ -293,7 +296,7 @@ def test_no_auth_is_a_component_an_overlay_names(tmp_path: Path) -> None:
     [container] = kind_in(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     left = {e["name"]: e.get("value", "") for e in container["env"]}
     assert left == {k: v for k, v in env("gateway").items() if k != "QWEN_API_KEY"}
-    assert "components/no-auth" in (REPO / "README.md").read_text()
+    assert "components/no-auth" in GUIDE.read_text()
 
 
 def ingress_peers(objects: tuple[Object, ...]) -> list[Object]:
@@ -352,8 +355,8 @@ def test_the_network_policy_admits_only_the_peers_it_names(overlay: str) -> None
 def test_the_readmes_own_overlay_names_a_storage_class_and_opens_the_policy(
     tmp_path: Path,
 ) -> None:
-    """The README's overlay of one's own renders, and does what it says."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    """The Kubernetes page's overlay of one's own renders, and does what it says."""
+    blocks = re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(), re.S)
     [example] = [each for each in blocks if each.startswith("# my-asr/kustomization.yaml")]
     objects = overlay_of_ones_own(tmp_path, example)
     assert kind_in(objects, "PersistentVolumeClaim")["spec"]["storageClassName"] == "nfs-csi"
@@ -494,4 +497,4 @@ def test_the_wyoming_component_serves_10300_in_the_cluster_to_the_clients_only(
     rules = kind_in(objects, "NetworkPolicy")["spec"]["ingress"]
     assert rules[:-1] == one(overlay, "NetworkPolicy")["spec"]["ingress"]
     assert rules[-1] == {"from": [CLIENT], "ports": [{"port": "wyoming", "protocol": "TCP"}]}
-    assert "components/wyoming" in (REPO / "README.md").read_text()
+    assert "components/wyoming" in GUIDE.read_text()

@@ -1,4 +1,4 @@
-"""scripts/overhead.py, run as the README says, with small counts: its figures have their shape.
+"""scripts/overhead.py, run as the manual says, with small counts: its figures have their shape.
 
 It starts the stand-in vLLM and server.py itself; nothing here depends on speed.
 """

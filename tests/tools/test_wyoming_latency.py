@@ -1,4 +1,4 @@
-"""scripts/wyoming_latency.py, run as the README says, with small counts: its figures have their
+"""scripts/wyoming_latency.py, run as the manual says, with small counts: its figures have their
 shape, and every clock holds the stand-in's answer. Nothing here depends on speed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The default diarizer on real voices with exact truth (flite's CMU ARCTIC speakers): the
-README's targets, DER <= 3% at a collar of 0.25 s and every speaker count right."""
+manual's targets, DER <= 3% at a collar of 0.25 s and every speaker count right."""
 
 from __future__ import annotations
 
