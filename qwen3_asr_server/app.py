@@ -121,11 +121,13 @@ def _diarizer(source: str) -> SpeakerFinder | None:
 
 
 class _App(FastAPI):
-    """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) in its schema."""
+    """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) and their
+    answers' models in its schema."""
 
     def openapi(self) -> dict[str, Any]:
         schema = super().openapi()
         schema["paths"].update(audio.openapi_paths)
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(audio.openapi_schemas)
         return schema
 
 

@@ -24,7 +24,7 @@ import aiohttp
 
 from ..errors import FatalBackendError, LaunchError
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings.engine import EngineSettings
 from . import launch
 from .client import PROBE_SECONDS, PROBE_TIMEOUT, Client
 from .failures import BackendGone
@@ -124,7 +124,7 @@ class Supervisor:
     def __init__(
         self,
         backend: Backend,
-        settings: Settings,
+        settings: EngineSettings,
         metrics: Metrics,
         on_fatal: Callable[[str], None],
         on_change: Callable[[Supervisor], None] = lambda _: None,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings.limits import LimitsSettings
 from ..speech.audio import RATE
 from .admission import busy
 
@@ -47,7 +47,7 @@ def memory_bytes() -> int:
     return total
 
 
-def budget_seconds(settings: Settings) -> float:
+def budget_seconds(settings: LimitsSettings) -> float:
     """`--audio-budget-seconds`, else a quarter of the memory at 32 KiB per second of audio."""
     return settings.audio_budget_seconds or memory_bytes() / MEMORY_SHARE / BYTES_PER_SECOND
 

@@ -6,12 +6,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..transcription.formats import FORMATS, JSON
-from .form import AudioRequest, TranslationRequest
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-_ERROR = {
-    "description": 'OpenAI\'s error object: {"error": {"message", "type", "param", "code"}}',
-    "content": {"application/json": {"schema": {"type": "object", "required": ["error"]}}},
+from ..transcription import responses
+from ..transcription.formats import FORMATS, JSON
+from ..transcription.responses import Answer
+from .form import AudioRequest, TranscriptionRequest, TranslationRequest
+
+REF = "#/components/schemas/{model}"
+_ANSWERS: dict[type[AudioRequest], tuple[type[Answer], ...]] = {
+    TranscriptionRequest: responses.TRANSCRIPTIONS,
+    TranslationRequest: responses.TRANSLATIONS,
+}
+# Each status the audio routes answer with OpenAI's error object, and why
+_ERRORS = {
+    "400": "A field is missing or wrong, two cannot go together, or the audio cannot be read.",
+    "401": "No API key, or not the one the server takes.",
+    "404": "The model is not served.",
+    "413": "The upload is larger than the server takes (--max-upload-mb).",
+    "429": "Too many requests wait already, or none could start in time; retry later.",
+    "500": "The server failed.",
+    "502": "A backend failed.",
+    "503": "The backend is loading or restarting; retry later.",
+    "504": "A backend did not answer in time.",
 }
 _TEXT = {"type": "string"}
 
@@ -37,23 +55,43 @@ def fields(model: type[AudioRequest]) -> dict[str, Any]:
     return found
 
 
+def _ref(model: type[Answer]) -> dict[str, str]:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def components() -> dict[str, Any]:
+    """The answers' models, for `components/schemas`."""
+    models = (*responses.TRANSCRIPTIONS, *responses.TRANSLATIONS, *responses.STREAM_EVENTS)
+    pairs: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        (model, "serialization") for model in models
+    ]
+    _, schemas = models_json_schema(pairs, ref_template=REF)
+    found: dict[str, Any] = schemas["$defs"]
+    return found
+
+
 def _answers(model: type[AudioRequest]) -> dict[str, Any]:
+    """Per format, its content type and what it holds: for the JSON formats, exactly one of
+    the route's models; while streaming, one of the events on each `data:` line."""
     content: dict[str, Any] = {}
     for entry in FORMATS.values():
         kind = entry.content_type.split(";")[0]
-        if kind == JSON:
-            text = {"text": _TEXT}
-            content[kind] = {"schema": {"type": "object", "required": ["text"], "properties": text}}
-        else:
-            content[kind] = {"schema": _TEXT}
+        answers = [_ref(each) for each in _ANSWERS[model]]
+        content[kind] = {"schema": {"oneOf": answers} if kind == JSON else _TEXT}
     if "stream" in model.model_json_schema()["properties"]:
-        content["text/event-stream"] = {"schema": _TEXT}
+        events = [_ref(each) for each in responses.STREAM_EVENTS]
+        content["text/event-stream"] = {"schema": {"oneOf": events}}
+    error = {"application/json": {"schema": _ref(responses.ErrorResponse)}}
     return {
         "200": {
-            "description": "The transcript, in the response_format asked for.",
+            "description": "The transcript, in the response_format asked for; with "
+            "stream=true, server-sent events, each `data:` line one of the events.",
             "content": content,
         },
-        **dict.fromkeys(("400", "401", "413", "429", "503"), _ERROR),
+        **{
+            status: {"description": description, "content": error}
+            for status, description in _ERRORS.items()
+        },
     }
 
 

@@ -4,7 +4,9 @@ The session's turns hand each utterance's audio over as the VAD lets it go
 (`Live.send_until`); its relay feeds it to vLLM as it comes and passes every text on as vLLM
 answers, so a long utterance's words arrive before the speaker stops. vLLM's endpoint takes
 no language, prompt or context: a session that sets one, or asks for logprobs, is
-transcribed by the worker instead.
+transcribed by the worker instead. Its transcripts do not pass the service's stream, but
+they finish as every utterance does (`TranscriptionService.finished`): counted under
+`realtime` once the client has them, and logged with --log-transcripts.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ class Relays:
         self.tasks: set[asyncio.Task[None]] = set()
         self._offered = False  # vLLM's own realtime endpoint answers
         self._send = send
-        self._transcriber = transcriber  # whose history and metrics a live transcript joins
+        self._transcriber = transcriber  # whose history a live transcript joins
 
     async def start(self) -> None:
         settings = self.state.settings
@@ -141,6 +143,8 @@ class Relays:
                 return
             if transcript is not None:
                 tokens = Tokens.of(utterance.usage)
-                await self._transcriber.completed(
-                    live.item_id, transcript, live.seconds, tokens, None, utterance.spoken
-                )
+                spoken = utterance.spoken
+                await self._transcriber.completed(live.item_id, transcript, tokens, None, spoken)
+                request_id = self._transcriber.request_id
+                service = self.state.transcription
+                service.finished(live.seconds, tokens, "realtime", transcript, request_id)

@@ -1,10 +1,11 @@
 """A Realtime session's transcription worker: committed utterances, one at a time, in order.
 
-Each goes through the transcription service's stream, as `stream=true` uploads do: deltas as
-vLLM writes them, then the completed transcript. The text of the utterances before is the
-context of the next, after the session's own prompt (`history`), so names and spellings
-carry over. At most MAX_QUEUED wait: more means the backend cannot keep up, and the
-utterance is answered with a failed event instead.
+Each goes through the transcription core's one entry for a live door's utterance
+(`transcription.utterance`), streamed as `stream=true` uploads are: deltas as vLLM writes
+them, then the completed transcript, counted and logged as every transcription is. The text
+of the utterances before is the context of the next, after the session's own prompt
+(`history`), so names and spellings carry over. At most MAX_QUEUED wait: more means the
+backend cannot keep up, and the utterance is answered with a failed event instead.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ..speakers.diarize import Voices
 from ..speech.audio import Audio
 from ..state import AppState
 from ..transcription.pieces import Cuts
+from ..transcription.streaming import TranscriptStream
 from ..transcription.usage import Tokens
+from ..transcription.utterance import Asked, transcribing
 from . import server_events as events
 from .history import History
 from .server_events import ClientGone, Send
@@ -80,19 +83,17 @@ class Transcriber:
         self,
         item_id: str,
         transcript: str,
-        seconds: float,
         tokens: Tokens,
         logprobs: list[dict[str, Any]] | None,
         spoken: list[Language],
     ) -> None:
-        """An item's whole transcript: to the client, to the history, to the metrics."""
+        """An item's whole transcript: to the client, and to the history."""
         await self._send(
             events.transcription_completed(
                 item_id, transcript, tokens.body(), logprobs=logprobs, spoken=spoken
             )
         )
         self.history.remember(transcript)
-        self.state.transcription.finished(seconds, tokens, "realtime")
 
     def _cuts(self, config: SessionConfig) -> Cuts | None:
         """Where a diarizing session's utterance changes speaker, as the session knows them."""
@@ -112,38 +113,42 @@ class Transcriber:
                     self.unfinished -= 1
 
     async def _transcribe(self, utterance: Utterance) -> None:
+        """The utterance's deltas, then its completed transcript (or a failed event)."""
         config = self._config()
-        service = self.state.transcription
-        options = service.options(
+        asked = Asked(
             language=config.forced,
             context=self.history.context(config),
             logprobs=config.logprobs,
             candidates=config.candidates,
             cuts=self._cuts(config),
         )
-        stream = await service.utterance(utterance.audio, options, self.request_id)
-        item_id = utterance.item_id
-        logprobs: list[dict[str, Any]] = []
-        said = 0  # segments sent
+        service, item_id = self.state.transcription, utterance.item_id
         try:
-            await stream.start()
-            async for text, entries in stream.pieces():
-                if text is None:
-                    for segment in stream.segments[said:] if config.diarize else ():
-                        await self._send(events.transcription_segment(item_id, said, segment))
-                        said += 1
-                    continue
-                logprobs += entries
-                if text:
-                    kept = entries if config.logprobs else None
-                    await self._send(events.transcription_delta(item_id, text, logprobs=kept))
+            async with transcribing(
+                service, utterance.audio, asked, "realtime", self.request_id
+            ) as stream:
+                logprobs = await self._deltas(item_id, stream, config)
+                kept = logprobs if config.logprobs else None
+                text = stream.text or ""
+                await self.completed(item_id, text, stream.tokens, kept, stream.spoken)
         except APIError as exc:
             await self._send(events.transcription_failed(item_id, exc))
-            return
-        finally:
-            await stream.close()
-        duration = utterance.audio.duration
-        kept_all = logprobs if config.logprobs else None
-        await self.completed(
-            item_id, stream.text or "", duration, stream.tokens, kept_all, stream.spoken
-        )
+
+    async def _deltas(
+        self, item_id: str, stream: TranscriptStream, config: SessionConfig
+    ) -> list[dict[str, Any]]:
+        """Send the stream's text as it comes (and a diarizing session's segments as each
+        piece ends); the logprobs of the whole text."""
+        logprobs: list[dict[str, Any]] = []
+        said = 0  # segments sent
+        async for text, entries in stream.pieces():
+            if text is None:
+                for segment in stream.segments[said:] if config.diarize else ():
+                    await self._send(events.transcription_segment(item_id, said, segment))
+                    said += 1
+                continue
+            logprobs += entries
+            if text:
+                kept = entries if config.logprobs else None
+                await self._send(events.transcription_delta(item_id, text, logprobs=kept))
+        return logprobs

@@ -62,3 +62,4 @@ routes = [
 openapi_paths = {
     route.path: {"post": openapi.operation(_MODELS[route.endpoint])} for route in routes
 }
+openapi_schemas = openapi.components()  # the answers' models the operations refer to

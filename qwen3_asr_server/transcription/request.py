@@ -21,7 +21,7 @@ from ..speech.audio import Audio
 from ..speech.segmentation import Chunking
 from .transcript import Transcript
 
-Body = dict[str, Any] | str  # a rendered answer: a JSON object, or the text itself
+Body = dict[str, Any] | str  # a rendered answer: a response model's `body()`, or the text
 Task = Literal["transcribe", "translate"]
 
 

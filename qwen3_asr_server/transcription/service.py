@@ -6,10 +6,11 @@ reserved in the server's budget (`budget`: a wait, or a 429), the audio is decod
 plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
 cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
 as OpenAI's transcript events), the stages run, and the transcript rendered in the format
-asked for. It takes a `request.Request`, which has no HTTP in it: the audio routes make
-one of their form, anything else that has a recording (a stored file, decoded samples) makes
-its own; a Realtime session asks for each utterance's stream (`utterance`). The reservation
-is the job's until its answer or its events end (`Job.release`, `Events.aclose`).
+asked for. It takes a `request.Request`, which has no HTTP in it: the audio routes make one of
+their form, anything else that has a recording (a stored file, decoded samples) makes its own;
+a live front door (Realtime, Wyoming) has each utterance streamed through it by
+`utterance.transcribing`. The reservation is the job's until its answer or its events end
+(`Job.release`, `Events.aclose`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .usage import Tokens
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of it
 # costs less than the hop to a decoding thread and back.
 INLINE_WAV_BYTES = 1 << 20
-# --log-transcripts: each upload's text, quoted so that it stays on one line
+# --log-transcripts: each transcription's text, quoted so that it stays on one line
 transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 
 
@@ -120,12 +121,6 @@ class TranscriptionService:
             raise
         return Events(self, stream, job, request_id)
 
-    async def utterance(self, spoken: Audio, options: Options, request_id: str) -> TranscriptStream:
-        """A Realtime utterance's stream, planned (not started)."""
-        spans = await self.plan(spoken, options)
-        progress = Progress(self.metrics, request_id, len(spans), spoken.duration)
-        return TranscriptStream(self.upstream, spoken, spans, options, progress)
-
     def options(
         self,
         *,
@@ -172,8 +167,8 @@ class TranscriptionService:
         text: str | None = None,
         request_id: str = "-",
     ) -> None:
-        """A transcription finished: its audio and tokens in the metrics, and an upload's
-        text in the log with --log-transcripts."""
+        """A transcription finished: its audio and tokens in the metrics, and its text in the
+        log with --log-transcripts."""
         self.metrics.transcribed(seconds, tokens, protocol)
         if self.settings.log_transcripts and text is not None:
             quoted = json.dumps(text, ensure_ascii=False)

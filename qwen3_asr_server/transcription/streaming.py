@@ -26,7 +26,6 @@ import orjson
 from ..backend.failures import SPEECH_BACKEND
 from ..backend.upstream import EventStream, Upstream
 from ..errors import APIError, unavailable
-from ..model import languages
 from ..model.languages import Language
 from ..model.output import LogprobFilter, StreamCleaner, transcription_logprob
 from ..speech.audio import RATE, Audio
@@ -34,11 +33,9 @@ from ..speech.segmentation import Span
 from .pieces import Options, joiner, request_body
 from .progress import Progress
 from .render import diarized_segment
+from .responses import Logprob, TranscriptionTextDeltaEvent, TranscriptionTextDoneEvent, heard
 from .transcript import Segment
 from .usage import Tokens
-
-DELTA = "transcript.text.delta"
-DONE = "transcript.text.done"
 
 
 @dataclass
@@ -160,7 +157,7 @@ class TranscriptStream:
             async for text, entries in self.pieces():
                 if text is None:
                     for number in range(sent, len(self.segments) if self.labelled else 0):
-                        yield sse(diarized_segment(number, self.segments[number]))
+                        yield sse(diarized_segment(number, self.segments[number]).body())
                     sent = len(self.segments)
                     yield self.progress.comment()
                     continue
@@ -171,15 +168,13 @@ class TranscriptStream:
             return
         finally:
             await self.close()  # `texts()` closes too, but only if it is iterated to its end
-        done: dict[str, Any] = {
-            "type": DONE,
-            "text": self.text,
-            "languages": languages.detected(self.spoken),
-            "usage": self.tokens.body(),
-        }
-        if self.options.logprobs:
-            done["logprobs"] = logprobs
-        yield sse(done)
+        done = TranscriptionTextDoneEvent(
+            text=self.text or "",
+            languages=heard(self.spoken),
+            usage=self.tokens.usage(),
+            logprobs=[Logprob(**entry) for entry in logprobs] if self.options.logprobs else None,
+        )
+        yield sse(done.body())
 
     async def _next(self, index: int) -> _Item:
         if index == 0 and self.first is not None:
@@ -189,12 +184,11 @@ class TranscriptStream:
 
     def _delta(self, text: str, logprobs: list[dict[str, Any]], segment: int) -> dict[str, Any]:
         """A delta of the segment numbered `segment` (the pieces before said that many)."""
-        event: dict[str, Any] = {"type": DELTA, "delta": text}
-        if self.options.logprobs:
-            event["logprobs"] = logprobs
-        if self.labelled:
-            event["segment_id"] = f"seg_{segment}"
-        return event
+        return TranscriptionTextDeltaEvent(
+            delta=text,
+            logprobs=[Logprob(**entry) for entry in logprobs] if self.options.logprobs else None,
+            segment_id=f"seg_{segment}" if self.labelled else None,
+        ).body()
 
     def _finished(self, piece: int, text: str) -> None:
         """A piece is through: counted, and a segment if it said something."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .responses import InputTokenDetails, UsageDuration, UsageTokens
+
 
 @dataclass(frozen=True)
 class Tokens:
@@ -33,21 +35,26 @@ class Tokens:
         audio = None if self.audio is None or other.audio is None else self.audio + other.audio
         return Tokens(self.input + other.input, self.output + other.output, audio)
 
-    def body(self) -> dict[str, Any]:
+    def usage(self) -> UsageTokens:
         """OpenAI's usage for gpt-4o-transcribe-style models, with the audio/text split of
         the tokens read when it is known."""
-        body: dict[str, Any] = {
-            "type": "tokens",
-            "input_tokens": self.input,
-            "output_tokens": self.output,
-            "total_tokens": self.input + self.output,
-        }
+        details = None
         if self.audio is not None and self.audio <= self.input:
-            text = self.input - self.audio
-            body["input_token_details"] = {"audio_tokens": self.audio, "text_tokens": text}
-        return body
+            details = InputTokenDetails(
+                audio_tokens=self.audio, text_tokens=self.input - self.audio
+            )
+        return UsageTokens(
+            input_tokens=self.input,
+            output_tokens=self.output,
+            total_tokens=self.input + self.output,
+            input_token_details=details,
+        )
+
+    def body(self) -> dict[str, Any]:
+        """`usage` as the JSON object sent."""
+        return self.usage().body()
 
 
-def duration(seconds: float) -> dict[str, Any]:
+def duration(seconds: float) -> UsageDuration:
     """OpenAI's usage for whisper-style transcription: the audio's length."""
-    return {"type": "duration", "seconds": round(seconds, 3)}
+    return UsageDuration(seconds=round(seconds, 3))

@@ -5,20 +5,17 @@ The advertisement is the `wyoming` library's own (`wyoming.zeroconf`, which Home
 Wyoming servers use), made by the process that lives as long as the server: the only one, or
 the main process of `--workers N` (its workers come and go; two advertisers of one name would
 clash). It says one IPv4 address, so the port must listen on one that other machines reach:
-`advertised_address` says which, and refuses what no other machine could connect to.
+`settings.advertised_address` says which, and refuses what no other machine could connect to.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import socket
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..settings import Settings
+from .settings import WyomingSettings, advertised_address
 
 logger = logging.getLogger(__name__)
 
@@ -33,34 +30,8 @@ def default_name() -> str:
     return name.encode()[:LABEL_BYTES].decode(errors="ignore")
 
 
-def advertised_address(host: str) -> str | None:
-    """The IPv4 address to advertise for a port listening on `host`. None when it listens on
-    every interface (0.0.0.0 or ::): the library then picks the one whose route carries mDNS,
-    as Home Assistant's own Wyoming servers do. A ValueError for a host that no other machine
-    can reach (loopback) or that the library cannot advertise (a name, an IPv6 address)."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise ValueError(
-            f"--wyoming-zeroconf advertises an address: give --wyoming-host as one, not {host!r}"
-        ) from None
-    if address.is_unspecified:
-        return None
-    if address.is_loopback:
-        raise ValueError(
-            f"--wyoming-zeroconf would advertise a port no other machine can reach "
-            f"(--wyoming-host {host}): use --wyoming-host 0.0.0.0, or this machine's LAN address"
-        )
-    if address.version != 4:
-        raise ValueError(
-            "--wyoming-zeroconf advertises an IPv4 address: give --wyoming-host 0.0.0.0, :: or "
-            "an IPv4 address of this machine"
-        )
-    return host
-
-
 @contextlib.asynccontextmanager
-async def advertised(settings: Settings) -> AsyncIterator[None]:
+async def advertised(settings: WyomingSettings) -> AsyncIterator[None]:
     """The Wyoming port advertised while inside, withdrawn (mDNS goodbye) on the way out;
     nothing when `--wyoming-zeroconf` is not given. An advertisement that fails (no route for
     mDNS, its name taken by another server) is logged: the port is served all the same, and

@@ -2,11 +2,13 @@
 
 A command is `transcribe` (optional), `audio-start`, `audio-chunk`s, `audio-stop`; it is
 transcribed after `audio-stop`, or as soon as its end is heard in its audio (`endpoint`),
-through the transcription service (as a Realtime utterance is: the same admission, metrics
-and log), answered with `transcript-start`, a `transcript-chunk` per piece of text as vLLM
-writes it, `transcript-stop`, then `transcript`. A command answered at its end heard is still
-streamed by the satellite until it reads the transcript: those chunks and the `audio-stop`
-after them are read and dropped, and a `transcribe` or `audio-start` begins the next command.
+through the transcription core's one entry for a live door's utterance
+(`transcription.utterance`, as a Realtime utterance is: the same readiness, admission,
+metrics and log), answered with `transcript-start`, a `transcript-chunk` per piece of text
+as vLLM writes it, `transcript-stop`, then `transcript`. A command answered at its end
+heard is still streamed by the satellite until it reads the transcript: those chunks and the
+`audio-stop` after them are read and dropped, and a `transcribe` or `audio-start` begins the
+next command.
 A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
 Anything that ends a command without a transcript (a bad event, a busy or loading model, the
 drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
@@ -40,6 +42,7 @@ from wyoming.server import AsyncEventHandler
 from ..errors import APIError
 from ..speech.audio import Audio
 from ..state import AppState
+from ..transcription.utterance import Asked, transcribing
 from .command import Command, Refusal
 from .events import BadEvent, Idle, read_event
 from .info import info
@@ -215,24 +218,16 @@ class Handler(AsyncEventHandler):
         if not len(spoken.samples):  # nothing was said: no need to ask the model
             await self.write_event(Transcript(text="", language=forced).event())
             return
+        asked = Asked(language=command.language, context=self.vocabulary.context)
         service = self.state.transcription
-        self.state.upstream.check_ready()  # a 503 while vLLM loads or restarts
-        context = self.vocabulary.context
-        options = service.options(language=command.language, context=context, logprobs=False)
-        stream = await service.utterance(spoken, options, self.request_id)
-        try:
-            await stream.start()
+        async with transcribing(service, spoken, asked, "wyoming", self.request_id) as stream:
             await self.write_event(TranscriptStart(language=forced).event())
             async for text, _ in stream.texts():
                 if text:
                     await self.write_event(TranscriptChunk(text=text).event())
-        finally:
-            await stream.close()
-        await self.write_event(TranscriptStop().event())
-        text = stream.text or ""
-        heard = stream.spoken[0].code if stream.spoken else forced
-        await self.write_event(Transcript(text=text, language=heard).event())
-        service.finished(spoken.duration, stream.tokens, "wyoming", text, self.request_id)
+            await self.write_event(TranscriptStop().event())
+            heard = stream.spoken[0].code if stream.spoken else forced
+            await self.write_event(Transcript(text=stream.text or "", language=heard).event())
 
 
 def _transcribe(event: Event) -> Transcribe:

@@ -30,8 +30,8 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from ..model import prompt
-from ..settings import Settings
 from .home import Tier
+from .settings import WyomingSettings
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class Vocabulary:
     `context` is read by every command; `update` replaces it when the names change, so a
     command never waits for Home Assistant."""
 
-    def __init__(self, settings: Settings, limit: int) -> None:
+    def __init__(self, settings: WyomingSettings, limit: int) -> None:
         self.prompt = settings.wyoming_prompt
         self.keywords = tuple(settings.wyoming_keywords)
         self.max_tokens = settings.hass_max_tokens

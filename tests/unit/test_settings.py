@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from qwen3_asr_server.cli import parse_args
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.main import main
+from qwen3_asr_server.settings import ENV_PREFIX, GROUPS, Settings, reference
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "configuration.md"
 
 
 def test_defaults() -> None:
@@ -129,16 +130,16 @@ def test_invalid_values_are_a_usage_error_naming_the_flag(
     assert "pydantic" not in error
 
 
-def test_readme_documents_every_setting() -> None:
-    readme = README.read_text()
+def test_the_reference_documents_every_setting() -> None:
+    page = REFERENCE.read_text()
     for name, field in Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
-        row = re.search(rf"^\| `{flag}` \| `([A-Z0-9_]+)`(?: / `([A-Z0-9_]+)`)? \|", readme, re.M)
-        assert row, f"{flag} is missing from the README's settings table"
+        row = re.search(rf"^\| `{flag}` \| `([A-Z0-9_]+)`(?: / `([A-Z0-9_]+)`)? \|", page, re.M)
+        assert row, f"{flag} is missing from the configuration reference"
         assert row.group(1) == "QWEN3_ASR_" + name.upper()
         extra = field.json_schema_extra
         if isinstance(extra, dict):
-            assert row.group(2) == extra["env"]
+            assert row.group(2) == extra.get("env")
 
 
 def test_an_empty_api_key_means_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,3 +149,46 @@ def test_an_empty_api_key_means_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.api_key is None
     assert settings.backend_api_key is None
     assert parse_args(["--api-key", "k"])[0].api_key is not None
+
+
+def test_the_committed_reference_is_the_one_the_settings_write() -> None:
+    assert REFERENCE.read_text() == reference.page(), (
+        "docs/operations/configuration.md is stale: python -m qwen3_asr_server.settings.reference"
+        " > docs/operations/configuration.md"
+    )
+
+
+def test_help_shows_each_flag_in_its_group_with_its_default_and_variables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    shown = capsys.readouterr().out
+    headings = [line[:-1] for line in shown.splitlines() if line.endswith(":") and line[0] != " "]
+    assert headings == ["options", *(title for title, _ in GROUPS)]
+    assert headings[1:] == [
+        "server",
+        "engine",
+        "aligner and diarizer",
+        "limits",
+        "Realtime",
+        "Wyoming and Home Assistant",
+        "logging",
+    ]
+    text = " ".join(shown.split())  # as read, whatever the terminal's width broke
+    assert "--port PORT Port the API listens on. (default: 8000) [env: QWEN3_ASR_PORT]" in text
+    assert "(default: gpt-transcribe,gpt-4o-transcribe,gpt-4o-mini-transcribe," in text
+    assert "--ui, --no-ui Serve the playground page" in text
+    assert "[env: QWEN3_ASR_API_KEY, QWEN_API_KEY]" in text
+    assert "--wyoming-zeroconf [NAME]" in text
+    assert "--log-level {debug,info,warning,error}" in text
+    for placeholder in ("SecretStr", "list[str]", " str ", " int ", " float ", "null", "None"):
+        assert placeholder not in text
+    # each flag once, in its group's order, and every setting has one
+    listed = re.findall(r"^  --([a-z-]+)", shown, re.M)
+    flags = [name.replace("_", "-") for _, group in GROUPS for name in group.model_fields]
+    assert listed == flags
+    assert sorted(flags) == sorted(name.replace("_", "-") for name in Settings.model_fields)
+    for name in Settings.model_fields:
+        assert f"{ENV_PREFIX}{name.upper()}]" in text or f"{ENV_PREFIX}{name.upper()}," in text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from tests.fixtures.wyoming import READ_TIMEOUT, Wyoming, answer, send_command, 
 @pytest.fixture(scope="module")
 def wyoming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wyoming]:
     env = {"FAKE_VLLM_DESCRIBE": "1", "FAKE_VLLM_PIECE_DELAY": "0.05"}
-    started = start_wyoming(tmp_path_factory.mktemp("wyoming"), env)
+    started = start_wyoming(tmp_path_factory.mktemp("wyoming"), env, "--log-transcripts")
     yield started
     started.server.stop()
 
@@ -76,6 +77,11 @@ async def test_a_command_streams_its_text_then_the_transcript(wyoming: Wyoming) 
     # counted with the HTTP API's transcriptions, labelled by protocol
     assert wyoming.metric(transcriptions) == counted[0] + 1
     assert wyoming.metric(audio) == pytest.approx(counted[1] + 1.0)
+    # its text in the log (--log-transcripts), under the request id its command is logged with:
+    # both written by the time /metrics counts it (one event loop serves the port and /metrics)
+    log = wyoming.server.output()
+    [*_, said] = re.findall(r'request_id=(\w+) transcript="Hello world\."', log)
+    assert f"wyoming command request_id={said} outcome=ok" in log
 
 
 async def test_22khz_stereo_is_converted_to_16khz_mono(wyoming: Wyoming) -> None:

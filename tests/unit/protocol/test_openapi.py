@@ -1,13 +1,17 @@
 """The audio routes' schema is made from their request models and the format registry: every
-field a model takes is published, and nothing else."""
+field a model takes is published, and nothing else; and their answers' models."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic.json_schema import SkipJsonSchema
 
 from qwen3_asr_server.protocol import openapi
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
-from qwen3_asr_server.transcription.formats import FORMATS
+from qwen3_asr_server.transcription.formats import FORMATS, JSON
 
 
 def _published(model: type[AudioRequest]) -> set[str]:
@@ -53,3 +57,57 @@ def test_the_answers_are_the_registrys_content_types() -> None:
     assert set(content) == kinds | {"text/event-stream"}
     translated = openapi.operation(TranslationRequest)["responses"]["200"]["content"]
     assert set(translated) == kinds  # translations do not stream
+
+
+def _refs(schema: Any) -> Iterator[str]:
+    """The names of every component `schema` refers to, however deep."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            yield schema["$ref"].removeprefix("#/components/schemas/")
+        for value in schema.values():
+            yield from _refs(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _refs(value)
+
+
+def test_each_route_publishes_its_answers_and_openais_error() -> None:
+    routes = {
+        TranscriptionRequest: ["Transcription", "TranscriptionVerbose", "TranscriptionDiarized"],
+        TranslationRequest: ["Translation", "TranslationVerbose"],
+    }
+    for model, answers in routes.items():
+        published = openapi.operation(model)["responses"]
+        content = published.pop("200")["content"]
+        assert list(_refs(content[JSON])) == answers
+        for kind, entry in content.items():
+            if kind not in (JSON, "text/event-stream"):
+                assert entry["schema"] == {"type": "string"}, kind
+        assert {"400", "401", "404", "413", "429", "500", "503"} <= set(published)
+        for status, answer in published.items():
+            assert list(_refs(answer)) == ["ErrorResponse"], status
+    events = openapi.operation(TranscriptionRequest)["responses"]["200"]["content"]
+    assert list(_refs(events["text/event-stream"])) == [
+        "TranscriptionTextDeltaEvent",
+        "TranscriptionDiarizedSegment",
+        "TranscriptionTextDoneEvent",
+        "ErrorResponse",
+    ]
+
+
+def test_every_schema_referred_to_is_published() -> None:
+    schemas = openapi.components()
+    operations = [openapi.operation(model) for model in (TranscriptionRequest, TranslationRequest)]
+    assert set(_refs([operations, schemas])) <= set(schemas)
+
+
+def test_a_field_sometimes_left_out_is_optional_and_never_null() -> None:
+    schemas = openapi.components()
+    transcription = schemas["Transcription"]
+    assert transcription["required"] == ["text", "languages", "usage"]
+    assert transcription["additionalProperties"] is False
+    assert "default" not in transcription["properties"]["logprobs"]
+    assert schemas["Translation"]["required"] == ["text", "languages", "usage", "_note"]
+    assert "speaker" not in schemas["TranscriptionSegment"]["required"]
+    nullable = [name for name in schemas if '"null"' in json.dumps(schemas[name])]
+    assert nullable == ["Error"]  # `param` and `code`, as OpenAI's

@@ -1,0 +1,36 @@
+"""The Realtime API's settings (`/v1/realtime`), a part of `Settings`.
+
+Declared here, beside the sessions they configure, and mixed into `settings.Settings`, so each
+is still one flag, one variable and one default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from pydantic_settings import NoDecode
+
+
+class RealtimeSettings(BaseModel):
+    vllm_realtime: bool = Field(
+        False,
+        description="Start vLLM with Qwen3-ASR's realtime architecture and stream realtime "
+        "sessions' speech into its /v1/realtime as it is spoken (sessions without language, "
+        "prompt or logprobs).",
+    )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        [],
+        description="Comma-separated web origins (`https://app.example.com`, or `*` for any) "
+        "whose pages may open /v1/realtime, besides the server's own; clients that send no "
+        "`Origin` (SDKs, servers) are not affected.",
+        json_schema_extra={"metavar": "ORIGIN,..."},
+    )
+    max_sessions: int = Field(
+        64,
+        ge=1,
+        description="Realtime sessions open at once, over the whole server (every worker); "
+        "beyond it a handshake gets 429 session_limit_reached with Retry-After (or a close with "
+        "1013).",
+        json_schema_extra={"metavar": "N"},
+    )
