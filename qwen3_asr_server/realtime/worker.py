@@ -25,7 +25,7 @@ from ..state import AppState
 from ..transcription.pieces import Cuts
 from ..transcription.streaming import TranscriptStream
 from ..transcription.usage import Tokens
-from ..transcription.utterance import Asked, transcribing
+from ..transcription.utterance import transcribing, utterance
 from . import server_events as events
 from .history import History
 from .server_events import ClientGone, Send
@@ -105,28 +105,26 @@ class Transcriber:
     async def _run(self) -> None:
         with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
             while True:
-                utterance = await self._queue.get()
+                spoken = await self._queue.get()
                 try:
-                    await self._transcribe(utterance)
+                    await self._transcribe(spoken)
                 finally:
                     self._queue.task_done()
                     self.unfinished -= 1
 
-    async def _transcribe(self, utterance: Utterance) -> None:
+    async def _transcribe(self, spoken: Utterance) -> None:
         """The utterance's deltas, then its completed transcript (or a failed event)."""
         config = self._config()
-        asked = Asked(
+        request = utterance(
+            spoken.audio,
             language=config.forced,
             context=self.history.context(config),
             logprobs=config.logprobs,
             candidates=config.candidates,
-            cuts=self._cuts(config),
         )
-        service, item_id = self.state.transcription, utterance.item_id
+        service, item_id, cuts = self.state.transcription, spoken.item_id, self._cuts(config)
         try:
-            async with transcribing(
-                service, utterance.audio, asked, "realtime", self.request_id
-            ) as stream:
+            async with transcribing(service, request, "realtime", self.request_id, cuts) as stream:
                 logprobs = await self._deltas(item_id, stream, config)
                 kept = logprobs if config.logprobs else None
                 text = stream.text or ""

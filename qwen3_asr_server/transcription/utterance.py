@@ -16,45 +16,59 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 from ..metrics import Protocol
 from ..model.languages import Language
 from ..speech.audio import Audio
+from .formats import FORMATS
 from .pieces import Cuts
 from .progress import Progress
+from .request import Request
 from .service import TranscriptionService
 from .streaming import TranscriptStream
 
 
-@dataclass(frozen=True)
-class Asked:
-    """What a live door's client asked of one utterance: a door takes no response format,
-    no temperature and no stage but the speaker cuts a diarizing session makes."""
-
-    language: Language | None = None  # forced; None: the model names it
-    context: str | None = None
-    logprobs: bool = False
-    candidates: tuple[Language, ...] = ()  # the languages it may be in; () any
-    cuts: Cuts | None = None
+def utterance(
+    spoken: Audio,
+    *,
+    language: Language | None = None,
+    context: str | None = None,
+    logprobs: bool = False,
+    candidates: tuple[Language, ...] = (),
+) -> Request:
+    """A live door's utterance as the core's request: its samples, and what its client may
+    choose (a forced language, the context, logprobs, the languages it may be in). A door
+    renders its own events, so the request's format is plain json, which asks for no stage."""
+    return Request(
+        audio=spoken,
+        response_format=FORMATS["json"],
+        forced=language,
+        context=context,
+        logprobs=logprobs,
+        candidates=candidates,
+    )
 
 
 @asynccontextmanager
 async def transcribing(
     service: TranscriptionService,
-    spoken: Audio,
-    asked: Asked,
+    request: Request,
     protocol: Protocol,
     request_id: str,
+    cuts: Cuts | None = None,
 ) -> AsyncIterator[TranscriptStream]:
-    """The utterance's stream, started; an APIError when it cannot be (see the module)."""
+    """The utterance's stream, started; an APIError when it cannot be (see the module).
+    `cuts`: where a diarizing session's speakers change, for pieces to end there."""
+    spoken = request.audio
+    if not isinstance(spoken, Audio):
+        raise TypeError("a live utterance is its samples, decoded as they came")
     service.upstream.check_ready()
     options = service.options(
-        language=asked.language,
-        context=asked.context,
-        logprobs=asked.logprobs,
-        candidates=asked.candidates,
-        cuts=asked.cuts,
+        language=request.forced,
+        context=request.context,
+        logprobs=request.logprobs,
+        candidates=request.candidates,
+        cuts=cuts,
     )
     spans = await service.plan(spoken, options)
     progress = Progress(service.metrics, request_id, len(spans), spoken.duration)

@@ -42,7 +42,7 @@ from wyoming.server import AsyncEventHandler
 from ..errors import APIError
 from ..speech.audio import Audio
 from ..state import AppState
-from ..transcription.utterance import Asked, transcribing
+from ..transcription.utterance import transcribing, utterance
 from .command import Command, Refusal
 from .events import BadEvent, Idle, read_event
 from .info import info
@@ -218,9 +218,9 @@ class Handler(AsyncEventHandler):
         if not len(spoken.samples):  # nothing was said: no need to ask the model
             await self.write_event(Transcript(text="", language=forced).event())
             return
-        asked = Asked(language=command.language, context=self.vocabulary.context)
+        request = utterance(spoken, language=command.language, context=self.vocabulary.context)
         service = self.state.transcription
-        async with transcribing(service, spoken, asked, "wyoming", self.request_id) as stream:
+        async with transcribing(service, request, "wyoming", self.request_id) as stream:
             await self.write_event(TranscriptStart(language=forced).event())
             async for text, _ in stream.texts():
                 if text:
