@@ -109,17 +109,24 @@ class TranscriptionService:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
         error here, before any answer is sent. The events hold the job's audio from here on."""
         try:
-            spans = await self.plan(job.audio, job.options)
             labelled = job.request.response_format.speakers
-            progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
-            stream = TranscriptStream(
-                self.upstream, job.audio, spans, job.options, progress, labelled=labelled
-            )
+            stream = await self.planned(job.audio, job.options, request_id, labelled=labelled)
             await stream.start()
         except BaseException:
             job.release()
             raise
         return Events(self, stream, job, request_id)
+
+    async def planned(
+        self, recording: Audio, options: Options, request_id: str, *, labelled: bool = False
+    ) -> TranscriptStream:
+        """The recording's stream of pieces, planned and not started: an upload's events, or
+        a live door's utterance (`utterance.transcribing`)."""
+        spans = await self.plan(recording, options)
+        progress = Progress(self.metrics, request_id, len(spans), recording.duration)
+        return TranscriptStream(
+            self.upstream, recording, spans, options, progress, labelled=labelled
+        )
 
     def options(
         self,

@@ -22,7 +22,6 @@ from ..model.languages import Language
 from ..speech.audio import Audio
 from .formats import FORMATS
 from .pieces import Cuts
-from .progress import Progress
 from .request import Request
 from .service import TranscriptionService
 from .streaming import TranscriptStream
@@ -70,9 +69,7 @@ async def transcribing(
         candidates=request.candidates,
         cuts=cuts,
     )
-    spans = await service.plan(spoken, options)
-    progress = Progress(service.metrics, request_id, len(spans), spoken.duration)
-    stream = TranscriptStream(service.upstream, spoken, spans, options, progress)
+    stream = await service.planned(spoken, options, request_id)
     try:
         await stream.start()
         yield stream
