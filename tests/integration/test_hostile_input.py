@@ -17,13 +17,13 @@ from typing import Any
 import httpx
 import pytest
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, start_harness
-from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.servers import ThreadedServer, read_body
 from tests.fixtures.standin import StandIn
 
 MIB = 1 << 20
@@ -47,12 +47,7 @@ class Recorder:
         if scope["type"] != "http" or scope["path"] != CHAT:
             await self.app(scope, receive, send)
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw, replay = await read_body(receive)
         body = json.loads(raw)
         self.bodies.append(body)
         if "://" in json.dumps(body) or any(map(_has_string_part, body["messages"])):
@@ -60,15 +55,6 @@ class Recorder:
             choice = {"index": 0, "message": {"role": "assistant", "content": answer}}
             await JSONResponse({"id": "x", "choices": [choice]})(scope, receive, send)
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-
         await self.app(scope, replay, send)
 
 
