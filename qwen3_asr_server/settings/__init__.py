@@ -26,6 +26,7 @@ from ..wyoming.settings import WyomingSettings
 from .aligner import AlignerSettings
 from .engine import EngineSettings
 from .flags import ENV_PREFIX
+from .jobs import JobsSettings
 from .limits import MIB, LimitsSettings
 from .logs import LoggingSettings
 from .server import ServerSettings
@@ -37,6 +38,7 @@ GROUPS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("engine", EngineSettings),
     ("aligner and diarizer", AlignerSettings),
     ("limits", LimitsSettings),
+    ("jobs: files, batches, webhooks", JobsSettings),
     ("Realtime", RealtimeSettings),
     ("Wyoming and Home Assistant", WyomingSettings),
     ("logging", LoggingSettings),
@@ -48,6 +50,7 @@ class Settings(
     WyomingSettings,
     LoggingSettings,
     RealtimeSettings,
+    JobsSettings,
     LimitsSettings,
     AlignerSettings,
     EngineSettings,
@@ -76,7 +79,9 @@ class Settings(
             return [str(item).strip() for item in items if str(item).strip()]
         return value
 
-    @field_validator("api_key", "backend_api_key", "hass_token", mode="before")
+    @field_validator(
+        "api_key", "backend_api_key", "hass_token", "jobs_db", "webhook_secret", mode="before"
+    )
     @classmethod
     def _empty_key_is_no_key(cls, value: Any) -> Any:
         """`QWEN_API_KEY=` (set but empty, as compose passes an unset variable) means no key."""

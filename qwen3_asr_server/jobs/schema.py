@@ -1,0 +1,89 @@
+"""The jobs' tables, as SQLAlchemy Core declares them: one declaration for SQLite and
+PostgreSQL. A row of `lines` is the unit of work and of the queue: a server claims it by
+writing its name and a lease into it, and its output line stays in it until the batch's
+output file is written, so that each `custom_id` is answered exactly once whoever ran it."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("purpose", String(32), nullable=False),
+    Column("filename", Text, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("created_at", Integer, nullable=False, index=True),
+    Column("expires_at", Integer, index=True),
+)
+
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("endpoint", String(64), nullable=False),
+    Column("input_file_id", String(64), nullable=False),
+    Column("completion_window", String(16), nullable=False),
+    Column("metadata", JSON),
+    Column("status", String(16), nullable=False, index=True),
+    Column("created_at", Integer, nullable=False, index=True),
+    Column("expires_at", Integer, nullable=False),
+    Column("in_progress_at", Integer),
+    Column("finalizing_at", Integer),
+    Column("completed_at", Integer),
+    Column("failed_at", Integer),
+    Column("expired_at", Integer),
+    Column("cancelling_at", Integer),
+    Column("cancelled_at", Integer),
+    Column("output_file_id", String(64)),
+    Column("error_file_id", String(64)),
+    Column("output_expires_after", Integer),  # seconds, from the output's creation
+    Column("errors", JSON),  # the input file's problems, when it failed validation
+    # the server validating or finalizing it, and until when
+    Column("owner", String(128)),
+    Column("lease_until", Float),
+)
+
+lines = Table(
+    "lines",
+    metadata,
+    Column("batch_id", String(64), primary_key=True),
+    Column("idx", Integer, primary_key=True),  # its line in the input file, from 0
+    Column("custom_id", Text, nullable=False),
+    Column("body", JSON, nullable=False),
+    Column("status", String(16), nullable=False),  # queued, running, done
+    Column("owner", String(128)),
+    Column("lease_until", Float),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("failed", Boolean),  # done: whether its output goes to the error file
+    Column("output", JSON),  # done: its line of the output (or error) file
+    Index("lines_by_status", "batch_id", "status"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", String(64), primary_key=True),  # webhook-id: the same on every attempt
+    Column("body", JSON, nullable=False),
+    Column("created_at", Integer, nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_at", Float, nullable=False, index=True),
+    Column("delivered_at", Integer),
+    Column("owner", String(128)),
+    Column("lease_until", Float),
+)

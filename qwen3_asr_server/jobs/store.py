@@ -1,0 +1,368 @@
+"""Where jobs are kept: SQLite under `--data-dir` by default, or the PostgreSQL database that
+`--jobs-db` names, which several servers then share. One SQLAlchemy Core code path serves
+both: claims are a compare-and-set UPDATE on a row's lease (PostgreSQL also skips rows that
+another server has locked), which both databases make atomic. The calls are blocking (the
+drivers are), so `run` gives them to a thread.
+
+Why no queue library: the ones that keep a queue in a database do it in PostgreSQL only, or
+need a broker (Redis) beside it; here a line's claim, its answer and the batch's counts must
+change together, in the database that already holds them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from .schema import batches, events, files, lines, metadata
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Row = dict[str, Any]
+OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
+
+
+def engine_for(url: str | None, data_dir: Path) -> Engine:
+    """The database `--jobs-db` names (a `postgresql://` URL runs on psycopg 3), else SQLite
+    in the data folder: in WAL mode, every transaction taking the write lock at its start,
+    so that two processes' claims wait for each other instead of failing."""
+    if url:
+        parsed = make_url(url)
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(f"sqlite:///{data_dir / 'jobs.sqlite3'}", connect_args={"timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi: Any, _: Any) -> None:
+        dbapi.isolation_level = None  # SQLAlchemy's BEGIN below, not the driver's own
+        dbapi.execute("PRAGMA journal_mode=WAL")
+        dbapi.execute("PRAGMA synchronous=FULL")
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class Store:
+    """The jobs' rows. Every method is one transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        try:
+            metadata.create_all(engine)
+        except DBAPIError:  # another server created the tables at the same moment
+            metadata.create_all(engine)
+
+    async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(call, *args, **kwargs)
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        with self.engine.begin() as connection:
+            yield connection
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # files
+
+    def add_file(self, row: Row) -> None:
+        with self._begin() as db:
+            db.execute(insert(files).values(**row))
+
+    def file(self, file_id: str) -> Row | None:
+        with self._begin() as db:
+            found = db.execute(select(files).where(files.c.id == file_id)).mappings().first()
+        return dict(found) if found else None
+
+    def files(self, purpose: str | None, after: str | None, limit: int, asc: bool) -> list[Row]:
+        query = select(files)
+        if purpose:
+            query = query.where(files.c.purpose == purpose)
+        with self._begin() as db:
+            return _page(db, query, files, after, limit, asc)
+
+    def delete_file(self, file_id: str) -> bool:
+        with self._begin() as db:
+            return db.execute(delete(files).where(files.c.id == file_id)).rowcount == 1
+
+    def stored_bytes(self) -> int:
+        with self._begin() as db:
+            return int(db.execute(select(func.coalesce(func.sum(files.c.bytes), 0))).scalar_one())
+
+    def expired_files(self, now: float) -> list[str]:
+        query = select(files.c.id).where(files.c.expires_at.is_not(None), files.c.expires_at <= now)
+        with self._begin() as db:
+            return list(db.execute(query).scalars())
+
+    # batches
+
+    def add_batch(self, row: Row) -> None:
+        with self._begin() as db:
+            db.execute(insert(batches).values(**row))
+
+    def batch(self, batch_id: str) -> Row | None:
+        with self._begin() as db:
+            found = db.execute(select(batches).where(batches.c.id == batch_id)).mappings().first()
+            return {**found, "counts": _counts(db, batch_id)} if found else None
+
+    def batches(self, after: str | None, limit: int) -> list[Row]:
+        with self._begin() as db:
+            rows = _page(db, select(batches), batches, after, limit, asc=False)
+            return [{**row, "counts": _counts(db, row["id"])} for row in rows]
+
+    def cancel(self, batch_id: str, now: int) -> bool:
+        """A batch still at work goes to `cancelling`; its lines not started are dropped."""
+        with self._begin() as db:
+            changed = db.execute(
+                update(batches)
+                .where(
+                    batches.c.id == batch_id, batches.c.status.in_(("validating", "in_progress"))
+                )
+                .values(status="cancelling", cancelling_at=now)
+            ).rowcount
+            if changed:
+                db.execute(
+                    update(lines)
+                    .where(lines.c.batch_id == batch_id, lines.c.status == "queued")
+                    .values(status="cancelled")
+                )
+        return bool(changed)
+
+    def claim_batch(self, owner: str, lease: float) -> Row | None:
+        """A batch that needs a server: one to validate, or one with nothing left to run (or
+        out of time, or cancelled) to finalize; none when none does."""
+        now = time.time()
+        open_lines = exists().where(lines.c.batch_id == batches.c.id, lines.c.status.in_(OPEN))
+        running = exists().where(lines.c.batch_id == batches.c.id, lines.c.status == "running")
+        needs = or_(
+            batches.c.status.in_(("validating", "finalizing")),
+            (batches.c.status == "in_progress") & (~open_lines | (batches.c.expires_at <= now)),
+            (batches.c.status == "cancelling") & ~running,
+        )
+        free = or_(batches.c.lease_until.is_(None), batches.c.lease_until < now)
+        query = (
+            select(batches.c.id)
+            .where(needs, free)
+            .order_by(batches.c.created_at)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+        )
+        with self._begin() as db:
+            batch_id = db.execute(query).scalar()
+            if batch_id is None:
+                return None
+            taken = update(batches).where(batches.c.id == batch_id, free)
+            if not db.execute(taken.values(owner=owner, lease_until=now + lease)).rowcount:
+                return None
+            row = db.execute(select(batches).where(batches.c.id == batch_id)).mappings().one()
+            return dict(row)
+
+    def start_batch(self, batch_id: str, owner: str, parsed: Sequence[Row], now: int) -> bool:
+        """The validated lines queued, and the batch in progress (if this server still has
+        it)."""
+        with self._begin() as db:
+            changed = db.execute(
+                update(batches)
+                .where(batches.c.id == batch_id, batches.c.owner == owner)
+                .where(batches.c.status == "validating")
+                .values(status="in_progress", in_progress_at=now, owner=None, lease_until=None)
+            ).rowcount
+            if changed and parsed:
+                db.execute(
+                    insert(lines),
+                    [
+                        {**row, "batch_id": batch_id, "status": "queued", "attempts": 0}
+                        for row in parsed
+                    ],
+                )
+        return bool(changed)
+
+    def end_batch(
+        self, batch_id: str, owner: str, values: Row, added: Sequence[Row], event: Row | None
+    ) -> bool:
+        """The batch's last word (failed, completed, expired, cancelled): its output files'
+        rows, its status and times, and the webhook event announcing it, together."""
+        with self._begin() as db:
+            changed = db.execute(
+                update(batches)
+                .where(batches.c.id == batch_id, batches.c.owner == owner)
+                .values(**values, owner=None, lease_until=None)
+            ).rowcount
+            if changed:
+                for row in added:
+                    db.execute(insert(files).values(**row))
+                if event is not None:
+                    db.execute(insert(events).values(**event))
+                db.execute(delete(lines).where(lines.c.batch_id == batch_id))
+        return bool(changed)
+
+    def expire_open_lines(self, batch_id: str, output: Callable[[Row], Row]) -> None:
+        """Lines of an expired batch that never ran: each failed with `output(line)`."""
+        with self._begin() as db:
+            query = select(lines).where(lines.c.batch_id == batch_id, lines.c.status.in_(OPEN))
+            for row in db.execute(query).mappings().all():
+                db.execute(
+                    update(lines)
+                    .where(lines.c.batch_id == batch_id, lines.c.idx == row["idx"])
+                    .values(status="done", failed=True, output=output(dict(row)), owner=None)
+                )
+
+    def done_lines(self, batch_id: str) -> list[Row]:
+        query = (
+            select(lines.c.idx, lines.c.failed, lines.c.output)
+            .where(lines.c.batch_id == batch_id, lines.c.status == "done")
+            .order_by(lines.c.idx)
+        )
+        with self._begin() as db:
+            return [dict(row) for row in db.execute(query).mappings()]
+
+    # lines: the queue
+
+    def claim_line(self, owner: str, lease: float) -> Row | None:
+        """The first line no server holds, of the oldest batch in progress, with its
+        batch's endpoint; its attempts counted."""
+        now = time.time()
+        free = or_(lines.c.lease_until.is_(None), lines.c.lease_until < now)
+        query = (
+            select(lines.c.batch_id, lines.c.idx)
+            .join(batches, batches.c.id == lines.c.batch_id)
+            .where(batches.c.status == "in_progress", batches.c.expires_at > now)
+            .where(lines.c.status.in_(OPEN), free)
+            .order_by(batches.c.created_at, lines.c.idx)
+            .limit(1)
+            .with_for_update(skip_locked=True, of=lines)
+        )
+        with self._begin() as db:
+            found = db.execute(query).first()
+            if found is None:
+                return None
+            key = (lines.c.batch_id == found.batch_id) & (lines.c.idx == found.idx)
+            taken = db.execute(
+                update(lines)
+                .where(key, free)
+                .values(
+                    status="running",
+                    owner=owner,
+                    lease_until=now + lease,
+                    attempts=lines.c.attempts + 1,
+                )
+            ).rowcount
+            if not taken:
+                return None
+            row = (
+                db.execute(
+                    select(lines, batches.c.endpoint)
+                    .join(batches, batches.c.id == lines.c.batch_id)
+                    .where(key)
+                )
+                .mappings()
+                .one()
+            )
+            return dict(row)
+
+    def renew_line(self, batch_id: str, idx: int, owner: str, lease: float) -> bool:
+        """The line's lease extended; False when this server no longer holds it, or its batch
+        is no longer in progress (cancelled, expired): its work is then of no use."""
+        key = (lines.c.batch_id == batch_id) & (lines.c.idx == idx) & (lines.c.owner == owner)
+        in_progress = exists().where(batches.c.id == batch_id, batches.c.status == "in_progress")
+        with self._begin() as db:
+            renewed = db.execute(
+                update(lines)
+                .where(key, lines.c.status == "running", in_progress)
+                .values(lease_until=time.time() + lease)
+            ).rowcount
+            if not renewed:
+                db.execute(
+                    update(lines)
+                    .where(key, lines.c.status == "running")
+                    .where(~in_progress)
+                    .values(status="cancelled", owner=None, lease_until=None)
+                )
+        return bool(renewed)
+
+    def finish_line(self, batch_id: str, idx: int, owner: str, failed: bool, output: Row) -> bool:
+        key = (lines.c.batch_id == batch_id) & (lines.c.idx == idx) & (lines.c.owner == owner)
+        with self._begin() as db:
+            return bool(
+                db.execute(
+                    update(lines)
+                    .where(key, lines.c.status == "running")
+                    .values(
+                        status="done", failed=failed, output=output, owner=None, lease_until=None
+                    )
+                ).rowcount
+            )
+
+    def release_line(self, batch_id: str, idx: int, owner: str, delay: float) -> None:
+        """The line back in the queue, for any server to take after `delay` seconds."""
+        key = (lines.c.batch_id == batch_id) & (lines.c.idx == idx) & (lines.c.owner == owner)
+        with self._begin() as db:
+            db.execute(
+                update(lines)
+                .where(key, lines.c.status == "running")
+                .values(status="queued", owner=None, lease_until=time.time() + delay)
+            )
+
+    def queued_lines(self) -> Mapping[str, int]:
+        """How many lines are queued, running and done across batches in progress."""
+        query = select(lines.c.status, func.count()).group_by(lines.c.status)
+        with self._begin() as db:
+            return dict(db.execute(query).tuples())
+
+
+def _counts(db: Connection, batch_id: str) -> dict[str, int]:
+    """OpenAI's `request_counts`: every line, those answered, those that failed."""
+    query = (
+        select(lines.c.status, lines.c.failed, func.count())
+        .where(lines.c.batch_id == batch_id)
+        .group_by(lines.c.status, lines.c.failed)
+    )
+    counts = {"total": 0, "completed": 0, "failed": 0}
+    for status, failed, count in db.execute(query).tuples():
+        counts["total"] += count
+        if status == "done":
+            counts["failed" if failed else "completed"] += count
+    return counts
+
+
+def _page(
+    db: Connection, query: Any, table: Any, after: str | None, limit: int, asc: bool
+) -> list[Row]:
+    """One page of a list, after the object `after` (OpenAI's cursor), by creation."""
+    order = (
+        (table.c.created_at, table.c.id) if asc else (table.c.created_at.desc(), table.c.id.desc())
+    )
+    if after:
+        mark = db.execute(select(table.c.created_at, table.c.id).where(table.c.id == after)).first()
+        if mark is not None:
+            key = (table.c.created_at, table.c.id)
+            if asc:
+                query = query.where(or_(key[0] > mark[0], (key[0] == mark[0]) & (key[1] > mark[1])))
+            else:
+                query = query.where(or_(key[0] < mark[0], (key[0] == mark[0]) & (key[1] < mark[1])))
+    return [dict(row) for row in db.execute(query.order_by(*order).limit(limit)).mappings()]

@@ -1,0 +1,88 @@
+"""The jobs' settings: where files and batches are kept, how much of the engine batches may
+use, and where their webhooks go."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+
+DATA_DIR = Path("~/.local/share/qwen3-asr-server")
+
+
+class JobsSettings(BaseModel):
+    data_dir: Path = Field(
+        DATA_DIR,
+        description="Folder of the uploaded files, the batches' outputs and (without "
+        "--jobs-db) their SQLite database: a volume in a container.",
+        json_schema_extra={"metavar": "DIR"},
+    )
+    jobs_db: SecretStr | None = Field(
+        None,
+        description="A postgresql://user:password@host/db URL: the batches' queue in "
+        "PostgreSQL, shared by every server given the same URL and a shared --data-dir "
+        "(none: SQLite in --data-dir).",
+        json_schema_extra={"metavar": "URL", "default_text": "SQLite in --data-dir"},
+    )
+    batch_concurrency: int = Field(
+        1,
+        ge=1,
+        description="Batch lines this server runs at once, beside interactive requests.",
+        json_schema_extra={"metavar": "N"},
+    )
+    jobs_lease: float = Field(
+        30.0,
+        ge=1,
+        description="Seconds a server's claim on a batch line lasts (renewed while it runs): "
+        "how long a dead server's lines wait before another server takes them over.",
+        json_schema_extra={"metavar": "SECONDS"},
+    )
+    max_file_mb: float = Field(
+        512.0,
+        gt=0,
+        description="Largest file POST /v1/files takes, in MB (MiB); over it: 413.",
+        json_schema_extra={"metavar": "MB"},
+    )
+    storage_quota_mb: float = Field(
+        10240.0,
+        gt=0,
+        description="Most MB (MiB) all stored files (uploads and outputs) may hold together; "
+        "an upload past it: 413.",
+        json_schema_extra={"metavar": "MB"},
+    )
+    file_retention_days: float = Field(
+        30.0,
+        gt=0,
+        description="Days a file without its own expires_after, and a batch's output, are "
+        "kept; then they are deleted.",
+        json_schema_extra={"metavar": "DAYS"},
+    )
+    webhook_url: str | None = Field(
+        None,
+        description="Where batch.completed, .failed, .cancelled and .expired events are "
+        "POSTed, signed as Standard Webhooks (needs --webhook-secret).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description="The whsec_... secret the webhooks are signed with (the openai SDK's "
+        "client.webhooks.unwrap verifies them with it).",
+        json_schema_extra={"metavar": "SECRET"},
+    )
+
+    @property
+    def data_path(self) -> Path:
+        return self.data_dir.expanduser()
+
+    @model_validator(mode="after")
+    def _webhooks(self) -> JobsSettings:
+        if (self.webhook_url is None) != (self.webhook_secret is None):
+            raise ValueError("--webhook-url and --webhook-secret go together")
+        secret = self.webhook_secret.get_secret_value() if self.webhook_secret else None
+        if secret is not None and not secret.startswith("whsec_"):
+            raise ValueError("--webhook-secret is a Standard Webhooks secret: whsec_<base64>")
+        if self.webhook_url is not None and not self.webhook_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ValueError("--webhook-url is an http:// or https:// URL")
+        return self
