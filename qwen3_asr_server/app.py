@@ -24,6 +24,7 @@ from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
+from .jobs.service import Jobs
 from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
 from .middleware.auth import Authentication
@@ -38,7 +39,7 @@ from .middleware.request_id import RequestIdMiddleware
 from .model import alignment, prompt
 from .model.catalog import Catalog
 from .protocol.fields import Policy
-from .routes import audio, chat, health, models, realtime
+from .routes import audio, batches, chat, files, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
@@ -139,7 +140,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
     aligner = _aligner(settings, parts.aligner)
     speech_model = Shared(SpeechModel)
     stages = registry.every(settings, aligner, speech_model, diarizer)
-    return AppState(
+    state = AppState(
         settings=settings,
         metrics=parts.metrics,
         catalog=catalog,
@@ -162,6 +163,8 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         connections=parts.connections,
         aligner=aligner,
     )
+    state.jobs = Jobs(state)
+    return state
 
 
 def create_app(
@@ -188,6 +191,8 @@ def create_app(
         listener = Listener(wyoming, state) if wyoming is not None else None
         if listener is not None:
             await listener.start()
+        if state.jobs.stored:  # work left by the last run, or a queue shared with others
+            await state.jobs.store()
         # a worker's port is advertised by its main process (`workers.manager`)
         advertised = discovery.advertised(settings) if backends is None else None
         try:
@@ -196,6 +201,7 @@ def create_app(
         finally:
             if listener is not None:
                 await listener.close()
+            await state.jobs.aclose()
             await state.upstream.aclose()
             if state.aligner is not None:
                 await state.aligner.aclose()
@@ -215,7 +221,7 @@ def create_app(
     app.router.routes.extend(audio.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
-    for module in (chat, models, health, realtime):
+    for module in (chat, models, health, realtime, files, batches):
         app.router.routes.extend(module.router.routes)
     _wrap(app, state)
     return app
@@ -228,7 +234,7 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     at, the key before the body is read; any answer given before the body is in closes its
     connection."""
     settings = state.settings
-    app.add_middleware(BodyLimit, caps=body_caps(settings.upload_bytes, settings.json_bytes))
+    app.add_middleware(BodyLimit, caps=body_caps(settings))
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
     app.add_middleware(OriginCheck, allowed=settings.allowed_origins)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .backend.upstream import Upstream
     from .capacity.seats import Seats
     from .chat.service import ChatService
+    from .jobs.service import Jobs
     from .metrics import Metrics
     from .model.catalog import Catalog
     from .protocol.fields import Policy
@@ -42,6 +43,7 @@ class AppState:
     seats: Seats  # Realtime sessions open, at most --max-sessions
     connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
+    jobs: Jobs = field(init=False)  # files and batches: made with the state (it needs it)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

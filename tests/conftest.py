@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,11 +20,13 @@ onnx_models.disable_telemetry()  # as the entry points do: the tests' apps run i
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No setting leaks in from the machine running the tests."""
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No setting leaks in from the machine running the tests, and no test's files and
+    batches land in the machine's own data folder (nor in another test's)."""
     for name in list(os.environ):
         if name.startswith(("QWEN3_ASR_", "QWEN_API_KEY")):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("QWEN3_ASR_DATA_DIR", str(tmp_path / "jobs-data"))
 
 
 @pytest.fixture(params=["modern", "legacy"])

@@ -54,6 +54,7 @@ batches = Table(
     Column("error_file_id", String(64)),
     Column("output_expires_after", Integer),  # seconds, from the output's creation
     Column("errors", JSON),  # the input file's problems, when it failed validation
+    Column("request_counts", JSON),  # once it ended (its lines are gone then)
     # the server validating or finalizing it, and until when
     Column("owner", String(128)),
     Column("lease_until", Float),

@@ -218,6 +218,10 @@ class Store:
                     db.execute(insert(files).values(**row))
                 if event is not None:
                     db.execute(insert(events).values(**event))
+                counts = _counts(db, batch_id)
+                db.execute(
+                    update(batches).where(batches.c.id == batch_id).values(request_counts=counts)
+                )
                 db.execute(delete(lines).where(lines.c.batch_id == batch_id))
         return bool(changed)
 
@@ -332,7 +336,7 @@ class Store:
         """How many lines are queued, running and done across batches in progress."""
         query = select(lines.c.status, func.count()).group_by(lines.c.status)
         with self._begin() as db:
-            return dict(db.execute(query).tuples())
+            return dict(db.execute(query).all())
 
 
 def _counts(db: Connection, batch_id: str) -> dict[str, int]:
@@ -343,7 +347,7 @@ def _counts(db: Connection, batch_id: str) -> dict[str, int]:
         .group_by(lines.c.status, lines.c.failed)
     )
     counts = {"total": 0, "completed": 0, "failed": 0}
-    for status, failed, count in db.execute(query).tuples():
+    for status, failed, count in db.execute(query).all():
         counts["total"] += count
         if status == "done":
             counts["failed" if failed else "completed"] += count

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import APIError, json_too_large, too_large
-from ..settings import MIB
+from ..jobs.files import over_file_limit
+from ..settings import MIB, Settings
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
-JSON_PATHS = ("/v1/chat/completions",)
+JSON_PATHS = ("/v1/chat/completions", "/v1/batches")
+FILES_PATH = "/v1/files"
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,22 @@ class Cap:
     error: Callable[[int | None], APIError]
 
 
-def body_caps(upload_limit: int, json_limit: int) -> dict[str, Cap]:
-    """The server's caps by path: uploads (plus form overhead) and JSON bodies."""
+def body_caps(settings: Settings) -> dict[str, Cap]:
+    """The server's caps by path: uploads (plus form overhead), stored files (as much) and
+    JSON bodies."""
+    upload_limit, json_limit, file_limit = (
+        settings.upload_bytes,
+        settings.json_bytes,
+        int(settings.max_file_mb * MIB),
+    )
     upload = Cap(upload_limit + FORM_OVERHEAD, lambda seen: too_large(upload_limit, seen))
+    stored = Cap(file_limit + FORM_OVERHEAD, lambda seen: over_file_limit(file_limit, seen))
     json = Cap(json_limit, lambda seen: json_too_large(json_limit, seen))
-    return {**dict.fromkeys(UPLOAD_PATHS, upload), **dict.fromkeys(JSON_PATHS, json)}
+    return {
+        **dict.fromkeys(UPLOAD_PATHS, upload),
+        **dict.fromkeys(JSON_PATHS, json),
+        FILES_PATH: stored,
+    }
 
 
 class BodyLimit:

@@ -1,0 +1,88 @@
+"""One batch line run: its body read as the endpoint's own request (the form's model for the
+audio routes, with `file` naming a stored file; the chat body as it is), and answered by the
+same service the synchronous endpoint calls, so that a line's answer is that endpoint's."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from starlette.datastructures import Headers, UploadFile
+
+from ..errors import APIError, invalid
+from ..protocol import chat, fields
+from ..protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from .files import FileStorage
+from .formats import CHAT, TRANSCRIPTIONS
+
+if TYPE_CHECKING:
+    from ..state import AppState
+    from .store import Store
+
+
+class Retry(Exception):
+    """The line cannot run now (the engine is away or full): it goes back in the queue."""
+
+
+async def answer(
+    state: AppState,
+    store: Store,
+    storage: FileStorage,
+    endpoint: str,
+    body: dict[str, Any],
+    request_id: str,
+) -> tuple[int, Any]:
+    """The line's status and answer: what the endpoint answers, or its error in OpenAI's
+    shape. A 503 is not an answer: `Retry`."""
+    try:
+        if endpoint == CHAT:
+            return 200, await _chat(state, body, request_id)
+        model = TranscriptionRequest if endpoint == TRANSCRIPTIONS else TranslationRequest
+        return 200, await _audio(state, store, storage, model, body, request_id)
+    except APIError as exc:
+        if exc.status == 503:
+            raise Retry(exc.message) from exc
+        return exc.status, exc.body()
+
+
+async def _chat(state: AppState, body: dict[str, Any], request_id: str) -> Any:
+    checked = chat.read(body, state.policy)
+    if checked.stream:
+        raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+    return await state.chat.answer(body, checked, request_id)
+
+
+async def _audio(
+    state: AppState,
+    store: Store,
+    storage: FileStorage,
+    model: type[AudioRequest],
+    body: dict[str, Any],
+    request_id: str,
+) -> Any:
+    file_id = body.get("file")
+    if not isinstance(file_id, str):
+        message = "A line's 'file' is the id of a file uploaded with purpose user_data."
+        raise invalid(message, "file", code="missing_file")
+    stored = await store.run(store.file, file_id)
+    if stored is None or stored["purpose"] != "user_data":
+        raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
+    with contextlib.ExitStack() as closing:
+        handle = closing.enter_context(storage.path(file_id).open("rb"))
+        upload = UploadFile(
+            handle, size=stored["bytes"], filename=stored["filename"], headers=Headers()
+        )
+        try:
+            asked = model.model_validate(
+                {**body, "file": upload}, context={fields.POLICY: state.policy}
+            )
+        except ValidationError as exc:
+            raise fields.api_error(exc) from None
+        if asked.stream:
+            raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+        job = await state.transcription.accept(asked.transcription())
+        try:
+            return await state.transcription.transcribe(job, request_id)
+        finally:
+            job.release()

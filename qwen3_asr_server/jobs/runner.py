@@ -1,0 +1,209 @@
+"""The batches' worker, one per server process: it validates new batches, runs their lines
+on what the engine has to spare (`--batch-concurrency` at once), and writes each finished
+batch's output and error files. Every step is claimed in the store with a lease, renewed
+while it runs, so that a server that dies leaves its work to whichever server (or restart)
+comes next, and so that several servers on one PostgreSQL share a queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from . import formats
+from .execute import Retry, answer
+from .files import FileStorage
+from .formats import Row
+from .store import Store
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..state import AppState
+
+logger = logging.getLogger(__name__)
+IDLE_POLL = 1.0  # seconds between looks at the queue when it seemed empty
+RETRY_DELAY = 5.0  # seconds before a line the engine could not take is tried again
+FINAL = {
+    "completed": "completed_at",
+    "expired": "expired_at",
+    "cancelled": "cancelled_at",
+    "failed": "failed_at",
+}
+EXPIRED = "This request could not be run before the batch's completion window ended."
+Announce = Callable[[str, str], Row | None]  # (event type, batch id) -> an event row, or none
+
+
+def owner_name() -> str:
+    """This process among the servers that share a queue."""
+    return f"{socket.gethostname()}:{os.getpid()}:{formats.new_id('')[:8]}"
+
+
+class Runner:
+    def __init__(
+        self,
+        settings: Settings,
+        state: AppState,
+        store: Store,
+        storage: FileStorage,
+        announce: Announce,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.store = store
+        self.storage = storage
+        self.announce = announce
+        self.owner = owner_name()
+        self.lease = settings.jobs_lease
+        self.wake = asyncio.Event()
+
+    def poke(self) -> None:
+        """New work (a batch created here): look at once instead of at the next poll."""
+        self.wake.set()
+
+    async def run(self) -> None:
+        """Forever: the batches' steps, and the lines, side by side."""
+        workers = [self._lines() for _ in range(self.settings.batch_concurrency)]
+        await asyncio.gather(self._batches(), *workers)
+
+    async def _idle(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), IDLE_POLL)
+        self.wake.clear()
+
+    async def _batches(self) -> None:
+        while True:
+            try:
+                batch = await self.store.run(self.store.claim_batch, self.owner, self.lease)
+                if batch is None:
+                    await self._idle()
+                elif batch["status"] == "validating":
+                    await self._validate(batch)
+                else:
+                    await self._finalize(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database away, a disk error: logged, tried again
+                logger.exception("batch step failed; trying again")
+                await asyncio.sleep(IDLE_POLL)
+
+    async def _validate(self, batch: Row) -> None:
+        now = int(time.time())
+        stored = await self.store.run(self.store.file, batch["input_file_id"])
+        if stored is None:
+            problem = {
+                "code": "file_not_found",
+                "line": None,
+                "param": "input_file_id",
+                "message": f"The input file {batch['input_file_id']} is gone.",
+            }
+            await self._end(batch, "failed", now, errors=[problem])
+            return
+        text = await asyncio.to_thread(self.storage.path(stored["id"]).read_bytes)
+        rows, errors = formats.read_input(text, batch["endpoint"])
+        if errors:
+            await self._end(batch, "failed", now, errors=errors)
+            return
+        await self.store.run(self.store.start_batch, batch["id"], self.owner, rows, now)
+        self.wake.set()
+
+    async def _finalize(self, batch: Row) -> None:
+        now = int(time.time())
+        if batch["status"] == "cancelling":
+            final = "cancelled"
+        elif batch["expires_at"] <= now and batch["status"] == "in_progress":
+            final = "expired"
+            expired = lambda line: formats.not_run(line, "batch_expired", EXPIRED)  # noqa: E731
+            await self.store.run(self.store.expire_open_lines, batch["id"], expired)
+        else:
+            final = "completed"
+        done = await self.store.run(self.store.done_lines, batch["id"])
+        keep = batch["output_expires_after"] or int(self.settings.file_retention_days * 86400)
+        added = []
+        names = {}
+        for failed, name in ((False, "output"), (True, "error")):
+            outputs = [line["output"] for line in done if bool(line["failed"]) is failed]
+            if not outputs:
+                continue
+            file_id = formats.new_id("file-")
+            size = await asyncio.to_thread(self.storage.write, file_id, formats.jsonl(outputs))
+            added.append(
+                {
+                    "id": file_id,
+                    "purpose": "batch_output",
+                    "bytes": size,
+                    "filename": f"{batch['id']}_{name}.jsonl",
+                    "created_at": now,
+                    "expires_at": now + keep,
+                }
+            )
+            names[f"{name}_file_id"] = file_id
+        await self._end(batch, final, now, added=added, **names, finalizing_at=now)
+
+    async def _end(
+        self, batch: Row, final: str, now: int, added: list[Row] | None = None, **values: Any
+    ) -> None:
+        values = {"status": final, FINAL[final]: now, **values}
+        event = self.announce(f"batch.{final}", batch["id"])
+        ended = await self.store.run(
+            self.store.end_batch, batch["id"], self.owner, values, added or [], event
+        )
+        if not ended:  # another server took it over meanwhile: its files are not ours
+            for row in added or []:
+                await asyncio.to_thread(self.storage.remove, row["id"])
+        logger.info("batch %s %s", batch["id"], final)
+
+    async def _lines(self) -> None:
+        while True:
+            try:
+                line = await self.store.run(self.store.claim_line, self.owner, self.lease)
+                if line is None:
+                    await self._idle()
+                else:
+                    await self._line(line)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("batch line failed; trying again")
+                await asyncio.sleep(IDLE_POLL)
+
+    async def _line(self, line: Row) -> None:
+        request_id = formats.new_id("batch_req_")
+        work = asyncio.ensure_future(
+            answer(self.state, self.store, self.storage, line["endpoint"], line["body"], request_id)
+        )
+        if not await self._held(line, work):
+            return
+        try:
+            status, body = work.result()
+        except Retry:
+            await self.store.run(
+                self.store.release_line, line["batch_id"], line["idx"], self.owner, RETRY_DELAY
+            )
+            return
+        output = formats.answered(line, status, request_id, body)
+        await self.store.run(
+            self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
+        )
+        self.wake.set()  # its batch may be done: finalize it now
+
+    async def _held(self, line: Row, work: Awaitable[Any]) -> bool:
+        """Wait for the line's work, renewing its lease; False (the work cancelled) when this
+        server lost it or its batch ended meanwhile."""
+        task = asyncio.ensure_future(work)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=self.lease / 3)
+            if done:
+                return True
+            renewed = await self.store.run(
+                self.store.renew_line, line["batch_id"], line["idx"], self.owner, self.lease
+            )
+            if not renewed:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+                return False

@@ -1,0 +1,82 @@
+"""OpenAI's Files API: `POST /v1/files`, `GET /v1/files`, `GET /v1/files/{id}`,
+`GET /v1/files/{id}/content` and `DELETE /v1/files/{id}`. An audio file (`user_data`) is
+checked to decode before it is kept; a batch's input (`batch`) when its batch starts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse
+from starlette.datastructures import UploadFile
+
+from ..errors import APIError, invalid
+from ..jobs import formats
+from ..protocol import jobs as protocol
+from ..speech import audio
+from ..state import State
+
+router = APIRouter()
+
+
+@router.post("/v1/files")
+async def create_file(request: Request, state: State) -> dict[str, Any]:
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise invalid("Send the file as multipart/form-data with a 'file' field.", "file")
+    async with request.form(max_files=1, max_fields=8) as form:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise APIError(400, "You must provide a 'file'.", param="file", code="missing_file")
+        values: dict[str, Any] = {"purpose": form.get("purpose")}
+        anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
+        if anchor is not None or seconds is not None:
+            values["expires_after"] = {"anchor": anchor, "seconds": seconds}
+        asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
+        size = upload.size or 0
+        if not size:
+            raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
+        if asked.purpose == "user_data":
+            await asyncio.to_thread(_decodes, upload, state.settings.max_audio_seconds)
+        row = await state.jobs.add_file(
+            upload.file,
+            size,
+            upload.filename or "file",
+            asked.purpose,
+            asked.expires_after.seconds if asked.expires_after else None,
+        )
+    return formats.file_object(row)
+
+
+def _decodes(upload: UploadFile, max_seconds: float) -> None:
+    """A 400 now for audio that would fail every line it is named in."""
+    audio.decode(upload.file, max_seconds)
+    upload.file.seek(0)
+
+
+@router.get("/v1/files")
+async def list_files(
+    state: State,
+    purpose: str | None = None,
+    after: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=formats.PAGE)] = formats.PAGE,
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+) -> dict[str, Any]:
+    return await state.jobs.files(purpose, after, limit, order == "asc")
+
+
+@router.get("/v1/files/{file_id}")
+async def retrieve_file(file_id: str, state: State) -> dict[str, Any]:
+    return formats.file_object(await state.jobs.file(file_id))
+
+
+@router.get("/v1/files/{file_id}/content")
+async def file_content(file_id: str, state: State) -> FileResponse:
+    row = await state.jobs.file(file_id)
+    kind = "application/jsonl" if row["filename"].endswith(".jsonl") else "application/octet-stream"
+    return FileResponse(state.jobs.storage.path(file_id), media_type=kind, filename=row["filename"])
+
+
+@router.delete("/v1/files/{file_id}")
+async def delete_file(file_id: str, state: State) -> dict[str, Any]:
+    return await state.jobs.delete_file(file_id)
