@@ -1,0 +1,79 @@
+"""A batch outlives its server: `server.py` is SIGKILLed in the middle of a 200-line batch and
+started again on the same data folder; the batch completes, each `custom_id` answered
+exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import openai
+from openai.types import Batch
+
+from tests.fixtures.audio import wav
+from tests.fixtures.process import ServerProcess, install_launcher
+
+LINES = 200
+ARGS = ["--model", "tiny", "--jobs-lease", "2", "--batch-concurrency", "2"]
+ENV = {"FAKE_VLLM_RESPONSE_DELAY": "0.03", "FAKE_VLLM_DESCRIBE": "1"}
+
+
+def _client(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+
+
+def _wait(client: openai.OpenAI, batch_id: str, done: int) -> Batch:
+    deadline = time.monotonic() + 120
+    while True:
+        batch = client.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        if batch.status in ("completed", "failed") or (counts and counts.completed >= done):
+            return batch
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.1)
+
+
+def test_a_batch_completes_after_its_server_is_killed_and_started_again(tmp_path: Path) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = ServerProcess(tmp_path, ARGS, ENV)
+    try:
+        server.wait_for_health(200)
+        client = _client(server)
+        clip = client.files.create(file=("clip.wav", wav(0.5)), purpose="user_data")
+        lines = [
+            {"custom_id": f"call-{i}", "method": "POST", "url": "/v1/audio/transcriptions",
+             "body": {"file": clip.id, "response_format": "text"}}
+            for i in range(LINES)
+        ]  # fmt: skip
+        text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        source = client.files.create(file=("calls.jsonl", text), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=source.id,
+            endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
+            completion_window="24h",
+        )
+        seen = _wait(client, batch.id, done=LINES // 4)
+        assert seen.status == "in_progress", seen
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.wait_exit()
+    finally:
+        server.stop()
+    again = ServerProcess(tmp_path, ARGS, ENV, port=server.port)
+    try:
+        again.wait_for_health(200)
+        client = _client(again)
+        finished = _wait(client, batch.id, done=LINES + 1)
+        assert finished.status == "completed", finished
+        assert finished.request_counts is not None
+        assert (finished.request_counts.completed, finished.request_counts.failed) == (LINES, 0)
+        assert finished.output_file_id is not None
+        output = client.files.content(finished.output_file_id).text.splitlines()
+        answered = [json.loads(line)["custom_id"] for line in output]
+        assert sorted(answered) == sorted(line["custom_id"] for line in lines)  # each once
+        bodies = {json.loads(line)["response"]["body"] for line in output}
+        assert bodies == {"Heard 0.50 s.\n"}, bodies
+    finally:
+        again.stop()
