@@ -75,6 +75,24 @@ class Metrics:
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
         self._count_work()
         self._count_capacity()
+        self._count_jobs()
+
+    def _count_jobs(self) -> None:
+        """Batch lines: how this server's ended, and the queue all servers share."""
+        # outcome: completed, failed (an error answer), retried (the engine was away or full)
+        self.batch_lines = Counter(
+            "qwen3_asr_batch_lines",
+            "Batch lines this server ran, by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.batch_queue = Gauge(
+            "qwen3_asr_batch_queue",
+            "Lines of batches in progress, queued or running, on every server of the queue.",
+            ["state"],
+            registry=self.registry,
+            multiprocess_mode="max",
+        )
 
     def _count_work(self) -> None:
         """Pieces, transcriptions, their audio and tokens, by front door."""

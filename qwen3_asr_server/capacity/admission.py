@@ -29,6 +29,7 @@ class Slots(Protocol):
 
     @property
     def taken(self) -> int: ...
+    def spare(self) -> bool: ...
     async def acquire(self) -> None: ...
     def release(self) -> None: ...
 
@@ -45,6 +46,10 @@ def busy(reason: str) -> APIError:
 
 class Admission:
     """At most `limit` slots taken; at most `max_queue` waiting, each for `timeout` seconds."""
+
+    def spare(self) -> bool:
+        """A slot is free and no one waits for one: room for work that can wait (batches)."""
+        return self.waiting == 0 and self.taken < self.limit
 
     def __init__(self, limit: int, max_queue: int, timeout: float, metrics: Metrics) -> None:
         self.limit = limit

@@ -54,6 +54,12 @@ class SharedAdmission:
         """This worker's requests in line."""
         return int(self._mine.waiting)
 
+    def spare(self) -> bool:
+        """A slot is free and no request of any worker waits for one."""
+        with self.table.locked():
+            taken, waiting = self.table.totals()
+        return waiting == 0 and taken < self.limit
+
     async def acquire(self) -> None:
         """Take a slot, waiting in line if need be; a 429 when the line is full or too slow."""
         with self.table.locked():

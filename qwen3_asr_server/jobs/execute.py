@@ -34,14 +34,14 @@ async def answer(
     request_id: str,
 ) -> tuple[int, Any]:
     """The line's status and answer: what the endpoint answers, or its error in OpenAI's
-    shape. A 503 is not an answer: `Retry`."""
+    shape. A 503 or 429 (the engine away or full) is not an answer: `Retry`."""
     try:
         if endpoint == CHAT:
             return 200, await _chat(state, body, request_id)
         model = TranscriptionRequest if endpoint == TRANSCRIPTIONS else TranslationRequest
         return 200, await _audio(state, store, storage, model, body, request_id)
     except APIError as exc:
-        if exc.status == 503:
+        if exc.status in (429, 503):
             raise Retry(exc.message) from exc
         return exc.status, exc.body()
 

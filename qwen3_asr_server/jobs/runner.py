@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 IDLE_POLL = 1.0  # seconds between looks at the queue when it seemed empty
+SPARE_POLL = 0.1  # seconds between looks for a spare slot while the engine is busy
 RETRY_DELAY = 5.0  # seconds before a line the engine could not take is tried again
 FINAL = {
     "completed": "completed_at",
@@ -80,6 +81,7 @@ class Runner:
             try:
                 batch = await self.store.run(self.store.claim_batch, self.owner, self.lease)
                 if batch is None:
+                    await self._count()
                     await self._idle()
                 elif batch["status"] == "validating":
                     await self._validate(batch)
@@ -90,6 +92,11 @@ class Runner:
             except Exception:  # the database away, a disk error: logged, tried again
                 logger.exception("batch step failed; trying again")
                 await asyncio.sleep(IDLE_POLL)
+
+    async def _count(self) -> None:
+        counts = await self.store.run(self.store.queued_lines)
+        for state in ("queued", "running"):
+            self.state.metrics.batch_queue.labels(state=state).set(counts.get(state, 0))
 
     async def _validate(self, batch: Row) -> None:
         now = int(time.time())
@@ -160,6 +167,9 @@ class Runner:
     async def _lines(self) -> None:
         while True:
             try:
+                if not self.state.upstream.admission.spare():  # interactive requests first
+                    await asyncio.sleep(SPARE_POLL)
+                    continue
                 line = await self.store.run(self.store.claim_line, self.owner, self.lease)
                 if line is None:
                     await self._idle()
@@ -181,10 +191,13 @@ class Runner:
         try:
             status, body = work.result()
         except Retry:
+            self.state.metrics.batch_lines.labels(outcome="retried").inc()
             await self.store.run(
                 self.store.release_line, line["batch_id"], line["idx"], self.owner, RETRY_DELAY
             )
             return
+        outcome = "failed" if status >= 400 else "completed"
+        self.state.metrics.batch_lines.labels(outcome=outcome).inc()
         output = formats.answered(line, status, request_id, body)
         await self.store.run(
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
