@@ -42,14 +42,14 @@ LEASE = 60.0  # a sender's claim on an event: well over TIMEOUT, so one attempt 
 
 
 def event(kind: str, batch_id: str, now: int) -> dict[str, Any]:
-    """The `events` row announcing that batch `batch_id` ended as `kind` (its final status:
-    completed, failed, cancelled or expired), due at once."""
+    """The `events` row announcing that batch `batch_id` ended: `kind` is the event's type
+    (batch.completed, .failed, .cancelled or .expired). It is due at once."""
     event_id = "evt_" + secrets.token_hex(16)
     body = {
         "id": event_id,
         "object": "event",
         "created_at": now,
-        "type": f"batch.{kind}",
+        "type": kind,
         "data": {"id": batch_id},
     }
     return {
