@@ -130,6 +130,12 @@ class Metrics:
             ["kind", "protocol"],
             registry=self.registry,
         )
+        self.webhooks_sent = Counter(
+            "qwen3_asr_webhooks_sent",
+            "Batch webhook attempts, by outcome: delivered (a 2xx answer) or failed (retried).",
+            ["outcome"],
+            registry=self.registry,
+        )
 
     def _count_capacity(self) -> None:
         """What is open, in flight, waiting and held now; what was turned away."""

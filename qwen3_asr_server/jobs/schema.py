@@ -85,6 +85,7 @@ events = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("next_at", Float, nullable=False, index=True),
     Column("delivered_at", Integer),
+    Column("gave_up_at", Integer),  # retried until 72 h after it was created: never sent again
     Column("owner", String(128)),
     Column("lease_until", Float),
 )
