@@ -24,6 +24,7 @@ from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
+from .jobs.execute import Services
 from .jobs.service import Jobs
 from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
@@ -140,31 +141,34 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
     aligner = _aligner(settings, parts.aligner)
     speech_model = Shared(SpeechModel)
     stages = registry.every(settings, aligner, speech_model, diarizer)
-    state = AppState(
+    policy = Policy(
+        catalog,
+        context_limit=prompt.context_limit(settings.max_model_len, settings.segment_seconds),
+        upload_limit=settings.upload_bytes,
+        allow_remote_audio_urls=settings.allow_remote_audio_urls,
+    )
+    transcription = TranscriptionService(
+        settings, upstream, stages, speech_model, parts.metrics, parts.budget
+    )
+    chat_service = ChatService(upstream, catalog)
+    services = Services(policy, transcription, chat_service, parts.admission, parts.metrics)
+    return AppState(
         settings=settings,
         metrics=parts.metrics,
         catalog=catalog,
-        policy=Policy(
-            catalog,
-            context_limit=prompt.context_limit(settings.max_model_len, settings.segment_seconds),
-            upload_limit=settings.upload_bytes,
-            allow_remote_audio_urls=settings.allow_remote_audio_urls,
-        ),
+        policy=policy,
         supervisor=parts.asr,
         upstream=upstream,
         drain=Drain(upstream.abort, settings.shutdown_timeout),
-        transcription=TranscriptionService(
-            settings, upstream, stages, speech_model, parts.metrics, parts.budget
-        ),
-        chat=ChatService(upstream, catalog),
+        transcription=transcription,
+        chat=chat_service,
         speech_model=speech_model,
         diarizer=diarizer,
         seats=parts.seats,
         connections=parts.connections,
+        jobs=Jobs(settings, services),
         aligner=aligner,
     )
-    state.jobs = Jobs(state)
-    return state
 
 
 def create_app(

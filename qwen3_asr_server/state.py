@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -42,8 +42,8 @@ class AppState:
     diarizer: SpeakerFinder | None  # None: --diarizer none
     seats: Seats  # Realtime sessions open, at most --max-sessions
     connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
+    jobs: Jobs  # files and batches (--data-dir, --jobs-db)
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
-    jobs: Jobs = field(init=False)  # files and batches: made with the state (it needs it)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -5,20 +5,35 @@ same service the synchronous endpoint calls, so that a line's answer is that end
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.datastructures import Headers, UploadFile
 
+from ..capacity.admission import Slots
+from ..chat.service import ChatService
 from ..errors import APIError, invalid
+from ..metrics import Metrics
 from ..protocol import chat, fields
+from ..protocol.fields import Policy
 from ..protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from ..transcription.service import TranscriptionService
 from .files import FileStorage
 from .formats import CHAT, TRANSCRIPTIONS
+from .store import Store
 
-if TYPE_CHECKING:
-    from ..state import AppState
-    from .store import Store
+
+@dataclass(frozen=True)
+class Services:
+    """What batch lines are run with: the synchronous endpoints' own services and checks,
+    the engine's admission (whose spare slots lines take) and the metrics."""
+
+    policy: Policy
+    transcription: TranscriptionService
+    chat: ChatService
+    admission: Slots
+    metrics: Metrics
 
 
 class Retry(Exception):
@@ -26,7 +41,7 @@ class Retry(Exception):
 
 
 async def answer(
-    state: AppState,
+    state: Services,
     store: Store,
     storage: FileStorage,
     endpoint: str,
@@ -46,7 +61,7 @@ async def answer(
         return exc.status, exc.body()
 
 
-async def _chat(state: AppState, body: dict[str, Any], request_id: str) -> Any:
+async def _chat(state: Services, body: dict[str, Any], request_id: str) -> Any:
     checked = chat.read(body, state.policy)
     if checked.stream:
         raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
@@ -54,7 +69,7 @@ async def _chat(state: AppState, body: dict[str, Any], request_id: str) -> Any:
 
 
 async def _audio(
-    state: AppState,
+    state: Services,
     store: Store,
     storage: FileStorage,
     model: type[AudioRequest],

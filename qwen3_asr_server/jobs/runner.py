@@ -16,14 +16,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from . import formats
-from .execute import Retry, answer
+from .execute import Retry, Services, answer
 from .files import FileStorage
 from .formats import Row
 from .store import Store
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from ..state import AppState
 
 logger = logging.getLogger(__name__)
 IDLE_POLL = 1.0  # seconds between looks at the queue when it seemed empty
@@ -37,6 +36,7 @@ FINAL = {
 }
 EXPIRED = "This request could not be run before the batch's completion window ended."
 Announce = Callable[[str, str], Row | None]  # (event type, batch id) -> an event row, or none
+Announced = Callable[[], None]  # told when an event has been stored, to send it now
 
 
 def owner_name() -> str:
@@ -48,17 +48,20 @@ class Runner:
     def __init__(
         self,
         settings: Settings,
-        state: AppState,
+        state: Services,
         store: Store,
         storage: FileStorage,
+        owner: str,
         announce: Announce,
+        announced: Announced,
     ) -> None:
         self.settings = settings
         self.state = state
         self.store = store
         self.storage = storage
         self.announce = announce
-        self.owner = owner_name()
+        self.announced = announced
+        self.owner = owner
         self.lease = settings.jobs_lease
         self.wake = asyncio.Event()
 
@@ -162,12 +165,14 @@ class Runner:
         if not ended:  # another server took it over meanwhile: its files are not ours
             for row in added or []:
                 await asyncio.to_thread(self.storage.remove, row["id"])
+        elif event is not None:
+            self.announced()
         logger.info("batch %s %s", batch["id"], final)
 
     async def _lines(self) -> None:
         while True:
             try:
-                if not self.state.upstream.admission.spare():  # interactive requests first
+                if not self.state.admission.spare():  # interactive requests first
                     await asyncio.sleep(SPARE_POLL)
                     continue
                 line = await self.store.run(self.store.claim_line, self.owner, self.lease)

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ..errors import APIError, invalid
 from ..settings import MIB
 from . import formats
+from .execute import Services
 from .files import FileStorage, over_quota
 from .formats import Row
-from .runner import Runner
+from .runner import Announce, Announced, Runner, owner_name
 from .store import Store, engine_for
+from .webhooks import Webhooks, event
 
 if TYPE_CHECKING:
-    from ..state import AppState
+    from ..settings import Settings
 
 logger = logging.getLogger(__name__)
 SWEEP_SECONDS = 60.0  # how often expired files are deleted
@@ -30,12 +32,13 @@ def not_found(kind: str, object_id: str, param: str) -> APIError:
 
 
 class Jobs:
-    def __init__(self, state: AppState) -> None:
-        self.state = state
-        self.settings = state.settings
+    def __init__(self, settings: Settings, services: Services) -> None:
+        self.services = services
+        self.settings = settings
         self.storage = FileStorage(self.settings.data_path / "files")
         self._store: Store | None = None
         self.runner: Runner | None = None
+        self.webhooks: Webhooks | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._opening = asyncio.Lock()
 
@@ -56,11 +59,26 @@ class Jobs:
         url = self.settings.jobs_db.get_secret_value() if self.settings.jobs_db else None
         engine = engine_for(url, self.settings.data_path)
         self._store = await asyncio.to_thread(Store, engine)
-        self.runner = Runner(self.settings, self.state, self._store, self.storage, _no_event)
+        owner = owner_name()
+        self.runner = Runner(
+            self.settings, self.services, self._store, self.storage, owner, *self._events(owner)
+        )
         self._tasks = [
             asyncio.create_task(self.runner.run(), name="batch runner"),
             asyncio.create_task(self._sweep(), name="file sweeper"),
         ]
+        if self.webhooks is not None:
+            self._tasks.append(asyncio.create_task(self.webhooks.run(), name="webhooks"))
+
+    def _events(self, owner: str) -> tuple[Announce, Announced]:
+        """How the runner announces a batch's end: a webhook event (`--webhook-url`), or none."""
+        url, secret = self.settings.webhook_url, self.settings.webhook_secret
+        if url is None or secret is None or self._store is None:
+            return (lambda kind, batch_id: None), (lambda: None)
+        self.webhooks = Webhooks(
+            self._store, url, secret.get_secret_value(), self.services.metrics, owner
+        )
+        return (lambda kind, batch_id: event(kind, batch_id, int(time.time()))), self.webhooks.poke
 
     async def aclose(self) -> None:
         for task in self._tasks:
@@ -68,6 +86,8 @@ class Jobs:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self.webhooks is not None:
+            await self.webhooks.aclose()
         if self._store is not None:
             self._store.close()
 
@@ -183,7 +203,3 @@ class Jobs:
         assert self.runner is not None
         self.runner.poke()
         return await self.batch(batch_id)
-
-
-def _no_event(kind: str, batch_id: str) -> Row | None:
-    return None

@@ -192,7 +192,13 @@ class Store:
                 .where(batches.c.status == "validating")
                 .values(status="in_progress", in_progress_at=now, owner=None, lease_until=None)
             ).rowcount
-            if changed and parsed:
+            if not changed:  # cancelled meanwhile: the batch is free to be finalized at once
+                db.execute(
+                    update(batches)
+                    .where(batches.c.id == batch_id, batches.c.owner == owner)
+                    .values(owner=None, lease_until=None)
+                )
+            elif parsed:
                 db.execute(
                     insert(lines),
                     [
