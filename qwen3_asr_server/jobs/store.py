@@ -155,10 +155,15 @@ class Store:
 
     def claim_batch(self, owner: str, lease: float) -> Row | None:
         """A batch that needs a server: one to validate, or one with nothing left to run (or
-        out of time, or cancelled) to finalize; none when none does."""
+        out of time, or cancelled, once no line runs under a live lease: a dead server's line
+        never ends) to finalize; none when none does."""
         now = time.time()
         open_lines = exists().where(lines.c.batch_id == batches.c.id, lines.c.status.in_(OPEN))
-        running = exists().where(lines.c.batch_id == batches.c.id, lines.c.status == "running")
+        running = exists().where(
+            lines.c.batch_id == batches.c.id,
+            lines.c.status == "running",
+            lines.c.lease_until >= now,
+        )
         needs = or_(
             batches.c.status.in_(("validating", "finalizing")),
             (batches.c.status == "in_progress") & (~open_lines | (batches.c.expires_at <= now)),
