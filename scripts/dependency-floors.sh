@@ -42,7 +42,7 @@ fi
 if [ $# -eq 0 ]; then
     # over two processes, a test file each at a time (pytest-xdist), as the light lane runs
     set -- -n 2 --dist loadfile tests/unit tests/integration/realtime tests/integration/middleware \
-        tests/integration/transcription tests/integration/wyoming \
+        tests/integration/transcription tests/integration/wyoming tests/integration/jobs \
         tests/integration/test_hostile_input.py \
         tests/integration/test_api_surface.py tests/tools/test_packaging.py \
         tests/tools/test_dependency_floors.py

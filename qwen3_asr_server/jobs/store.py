@@ -344,8 +344,13 @@ class Store:
             )
 
     def queued_lines(self) -> Mapping[str, int]:
-        """How many lines are queued, running and done across batches in progress."""
-        query = select(lines.c.status, func.count()).group_by(lines.c.status)
+        """How many lines of the batches in progress are queued, running and done."""
+        query = (
+            select(lines.c.status, func.count())
+            .join(batches, batches.c.id == lines.c.batch_id)
+            .where(batches.c.status == "in_progress")
+            .group_by(lines.c.status)
+        )
         with self._begin() as db:
             return dict(db.execute(query).all())
 

@@ -172,6 +172,7 @@ def test_help_shows_each_flag_in_its_group_with_its_default_and_variables(
         "engine",
         "aligner and diarizer",
         "limits",
+        "jobs: files, batches, webhooks",
         "Realtime",
         "Wyoming and Home Assistant",
         "logging",
