@@ -25,6 +25,7 @@ from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
 from .jobs.execute import Services
+from .jobs.fetch import Downloads
 from .jobs.service import Jobs
 from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
@@ -151,7 +152,17 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         settings, upstream, stages, speech_model, parts.metrics, parts.budget
     )
     chat_service = ChatService(upstream, catalog)
-    services = Services(policy, transcription, chat_service, parts.admission, parts.metrics)
+    downloads = Downloads(
+        settings.data_path / "downloads", settings.upload_bytes, settings.request_timeout
+    )
+    services = Services(
+        policy,
+        transcription,
+        chat_service,
+        parts.admission,
+        parts.metrics,
+        downloads if settings.batch_file_urls else None,
+    )
     return AppState(
         settings=settings,
         metrics=parts.metrics,

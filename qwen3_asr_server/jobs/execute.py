@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.datastructures import Headers, UploadFile
@@ -19,6 +20,7 @@ from ..protocol import chat, fields
 from ..protocol.fields import Policy
 from ..protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from ..transcription.service import TranscriptionService
+from .fetch import Downloads, download
 from .files import FileStorage
 from .formats import CHAT, TRANSCRIPTIONS
 from .store import Store
@@ -34,6 +36,7 @@ class Services:
     chat: ChatService
     admission: Slots
     metrics: Metrics
+    downloads: Downloads | None  # a line's `file_url` (--batch-file-urls); None: refused
 
 
 class Retry(Exception):
@@ -76,18 +79,15 @@ async def _audio(
     body: dict[str, Any],
     request_id: str,
 ) -> Any:
-    file_id = body.get("file")
-    if not isinstance(file_id, str):
-        message = "A line's 'file' is the id of a file uploaded with purpose user_data."
-        raise invalid(message, "file", code="missing_file")
-    stored = await store.run(store.file, file_id)
-    if stored is None or stored["purpose"] != "user_data":
-        raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
     with contextlib.ExitStack() as closing:
-        handle = closing.enter_context(storage.path(file_id).open("rb"))
-        upload = UploadFile(
-            handle, size=stored["bytes"], filename=stored["filename"], headers=Headers()
-        )
+        if "file_url" in body:
+            handle, size, name = await _downloaded(state, body["file_url"])
+            closing.callback(handle.close)
+            body = {key: value for key, value in body.items() if key != "file_url"}
+        else:
+            handle, size, name = await _stored(store, storage, body.get("file"))
+            closing.callback(handle.close)
+        upload = UploadFile(handle, size=size, filename=name, headers=Headers())
         try:
             asked = model.model_validate(
                 {**body, "file": upload}, context={fields.POLICY: state.policy}
@@ -101,3 +101,27 @@ async def _audio(
             return await state.transcription.transcribe(job, request_id)
         finally:
             job.release()
+
+
+async def _stored(store: Store, storage: FileStorage, file_id: Any) -> tuple[BinaryIO, int, str]:
+    """The stored file a line's `file` names, opened."""
+    if not isinstance(file_id, str):
+        message = "A line's 'file' is the id of a file uploaded with purpose user_data."
+        raise invalid(message, "file", code="missing_file")
+    stored = await store.run(store.file, file_id)
+    if stored is None or stored["purpose"] != "user_data":
+        raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
+    return storage.path(file_id).open("rb"), stored["bytes"], stored["filename"]
+
+
+async def _downloaded(state: Services, url: Any) -> tuple[BinaryIO, int, str]:
+    """The file a line's `file_url` names, downloaded (when the operator allows it)."""
+    if state.downloads is None:
+        message = "file_url is off on this server (--batch-file-urls): upload the file instead."
+        raise invalid(message, "file_url", code="file_url_not_allowed")
+    if not isinstance(url, str):
+        raise invalid("file_url must be a URL.", "file_url")
+    handle = await download(url, state.downloads)
+    size = handle.seek(0, 2)
+    handle.seek(0)
+    return handle, size, urlsplit(url).path.rsplit("/", 1)[-1] or "file_url"

@@ -16,6 +16,8 @@ from ..errors import APIError
 from ..settings import MIB
 
 CHUNK = MIB
+# what a write past the disk's room fails with (EFBIG: past the process's `ulimit -f`)
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def disk_full() -> APIError:
@@ -70,7 +72,7 @@ class FileStorage:
             partial.rename(self.path(file_id))
         except OSError as exc:
             partial.unlink(missing_ok=True)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno in FULL:
                 raise disk_full() from exc
             raise
         return self.path(file_id).stat().st_size

@@ -95,12 +95,14 @@ class Store:
             db.execute(insert(files).values(**row))
 
     def file(self, file_id: str) -> Row | None:
+        """The file, unless it expired (the sweeper may not have deleted it yet)."""
+        query = select(files).where(files.c.id == file_id, _alive())
         with self._begin() as db:
-            found = db.execute(select(files).where(files.c.id == file_id)).mappings().first()
+            found = db.execute(query).mappings().first()
         return dict(found) if found else None
 
     def files(self, purpose: str | None, after: str | None, limit: int, asc: bool) -> list[Row]:
-        query = select(files)
+        query = select(files).where(_alive())
         if purpose:
             query = query.where(files.c.purpose == purpose)
         with self._begin() as db:
@@ -353,6 +355,10 @@ class Store:
         )
         with self._begin() as db:
             return dict(db.execute(query).all())
+
+
+def _alive() -> Any:
+    return or_(files.c.expires_at.is_(None), files.c.expires_at > time.time())
 
 
 def _counts(db: Connection, batch_id: str) -> dict[str, int]:

@@ -13,6 +13,7 @@ from starlette.datastructures import UploadFile
 
 from ..errors import APIError, invalid
 from ..jobs import formats
+from ..jobs.files import FULL, disk_full
 from ..protocol import jobs as protocol
 from ..speech import audio
 from ..state import State
@@ -24,27 +25,32 @@ router = APIRouter()
 async def create_file(request: Request, state: State) -> dict[str, Any]:
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the file as multipart/form-data with a 'file' field.", "file")
-    async with request.form(max_files=1, max_fields=8) as form:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise APIError(400, "You must provide a 'file'.", param="file", code="missing_file")
-        values: dict[str, Any] = {"purpose": form.get("purpose")}
-        anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
-        if anchor is not None or seconds is not None:
-            values["expires_after"] = {"anchor": anchor, "seconds": seconds}
-        asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
-        size = upload.size or 0
-        if not size:
-            raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
-        if asked.purpose == "user_data":
-            await asyncio.to_thread(_decodes, upload, state.settings.max_audio_seconds)
-        row = await state.jobs.add_file(
-            upload.file,
-            size,
-            upload.filename or "file",
-            asked.purpose,
-            asked.expires_after.seconds if asked.expires_after else None,
-        )
+    try:
+        async with request.form(max_files=1, max_fields=8) as form:
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise APIError(400, "You must provide a 'file'.", param="file", code="missing_file")
+            values: dict[str, Any] = {"purpose": form.get("purpose")}
+            anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
+            if anchor is not None or seconds is not None:
+                values["expires_after"] = {"anchor": anchor, "seconds": seconds}
+            asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
+            size = upload.size or 0
+            if not size:
+                raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
+            if asked.purpose == "user_data":
+                await asyncio.to_thread(_decodes, upload, state.settings.max_audio_seconds)
+            row = await state.jobs.add_file(
+                upload.file,
+                size,
+                upload.filename or "file",
+                asked.purpose,
+                asked.expires_after.seconds if asked.expires_after else None,
+            )
+    except OSError as exc:  # the upload spooled to a full disk before it was read
+        if exc.errno in FULL:
+            raise disk_full() from exc
+        raise
     return formats.file_object(row)
 
 

@@ -57,6 +57,12 @@ class JobsSettings(BaseModel):
         "kept; then they are deleted.",
         json_schema_extra={"metavar": "DAYS"},
     )
+    batch_file_urls: bool = Field(
+        False,
+        description="Let batch lines name their audio by file_url (http/https), which the "
+        "server downloads: never from loopback, private or link-local addresses (off: only "
+        "uploaded files).",
+    )
     webhook_url: str | None = Field(
         None,
         description="Where batch.completed, .failed, .cancelled and .expired events are "
