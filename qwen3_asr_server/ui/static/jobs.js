@@ -116,6 +116,8 @@ class Jobs {
     if (counts?.total) {
       bar.max = counts.total;
       bar.value = counts.completed + counts.failed;
+    } else if (ENDED.has(batch?.status)) {
+      bar.value = 0; // ended before its lines were counted (its input failed validation)
     } else {
       bar.removeAttribute("value"); // indeterminate until the lines are counted
     }
