@@ -3,6 +3,9 @@ what a person sees and gets, checked against what the API answers for the same i
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -347,3 +350,83 @@ def test_the_speaker_choice_is_hidden_when_the_server_labels_no_speakers(
         assert not browser.find("#file-speakers").is_displayed()
     finally:
         server.stop()
+
+
+def test_a_file_run_as_a_batch_job_is_followed_shown_by_segment_and_reopened(
+    browser: Browser, server: LiveServer, talk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = threading.Event()  # the model answers only once the test has seen the job running
+    think = server.standin._think
+
+    async def when_let(*_: Any) -> None:
+        await asyncio.to_thread(held.wait, 60)
+        await think()
+
+    monkeypatch.setattr(server.standin, "_think", when_let)
+    browser.open(server.url)
+    ready(browser)
+    browser.find("#file").send_keys(str(talk))
+    browser.find("#file-job").click()
+    browser.find("#transcribe").click()
+    browser.wait(lambda: browser.text("#job-status") == "talk.wav: in_progress, 0 of 1 done")
+    assert browser.find("#job-progress").get_attribute("value") == "0"
+    held.set()
+    browser.wait(lambda: browser.text("#job-status") == "talk.wav: completed, 1 of 1 done", 60)
+    assert browser.find("#job-progress").get_attribute("value") == "1"
+
+    items = browser.wait(lambda: browser.all("#job-segments li"), message="no segments shown")
+    verbose = api(server, talk, response_format="verbose_json").json()
+    assert browser.text("#job-transcript") == verbose["text"]
+    assert [item.text for item in items] == [
+        f"{clock(s['start'])} \u2013 {clock(s['end'])} {s['text']}" for s in verbose["segments"]
+    ]
+    second = verbose["segments"][1]
+    items[1].find_element("css selector", "button.seek").click()
+    browser.wait(lambda: "playing" in (items[1].get_attribute("class") or ""))
+    now = browser.driver.execute_script("return document.querySelector('#job-player').currentTime")
+    assert second["start"] <= now < second["end"]
+    browser.driver.execute_script("document.querySelector('#job').scrollIntoView()")
+    browser.screenshot("batch-job")
+
+    browser.find("#job-downloads a[download='talk.json']").click()
+    saved = browser.downloads / "talk.json"
+    browser.wait(lambda: saved.exists(), message="the JSON was not saved")
+    assert json.loads(saved.read_text())["segments"] == verbose["segments"]
+    only_this_server(browser, server)
+
+    browser.open(server.url)  # a new visit: the job is listed, and its recording fetched back
+    ready(browser)
+    browser.find("#jobs-recent summary").click()
+    entry = browser.wait(lambda: browser.all("#jobs-list li"), message="no jobs listed")[0]
+    assert entry.find_element("css selector", ".job-state").text == "completed"
+    entry.find_element("css selector", "button").click()
+    items = browser.wait(lambda: browser.all("#job-segments li"), message="not reopened")
+    assert len(items) == len(verbose["segments"])
+    duration = "return document.querySelector('#job-player').duration || 0"
+    browser.wait(lambda: abs(browser.driver.execute_script(duration) - verbose["duration"]) < 0.1)
+    items[2].find_element("css selector", "button.seek").click()
+    browser.wait(lambda: "playing" in (items[2].get_attribute("class") or ""))
+    urls = only_this_server(browser, server)
+    assert any(url.endswith("/content") for url in urls)
+
+
+def test_a_batch_job_with_speakers_labels_each_segment(
+    browser: Browser, server: LiveServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "meeting.wav"
+    path.write_bytes(conversation(3, 8, tmp_path, seed=2).wav())
+    browser.open(server.url)
+    ready(browser)
+    browser.wait(lambda: browser.find("#file-speakers").is_displayed())
+    browser.find("#file-speakers").click()
+    browser.find("#file-job").click()
+    browser.find("#file").send_keys(str(path))
+    browser.find("#transcribe").click()
+    browser.wait(lambda: browser.text("#job-status") == "meeting.wav: completed, 1 of 1 done", 60)
+    items = browser.wait(lambda: browser.all("#job-segments li"), message="no segments shown")
+    diarized = api(server, path, model=DIARIZE, response_format="diarized_json").json()
+    assert [item.find_element("css selector", ".speaker").text for item in items] == [
+        s["speaker"] for s in diarized["segments"]
+    ]
+    assert "3 speakers" in browser.text("#job-segments-note")
+    only_this_server(browser, server)

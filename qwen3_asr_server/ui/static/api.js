@@ -110,3 +110,20 @@ export function clock(seconds) {
   const rest = (seconds - minutes * 60).toFixed(1).padStart(4, "0");
   return `${minutes}:${rest}`;
 }
+
+export async function getJSON(path) {
+  return (await call(path)).json();
+}
+
+export async function postJSON(path, value) {
+  const init = { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(value) };
+  return (await call(path, init)).json();
+}
+
+// A file kept by the server (Files API): a recording (`user_data`) or a batch's input (`batch`).
+export async function upload(blob, name, purpose) {
+  const form = new FormData();
+  form.append("purpose", purpose);
+  form.append("file", blob, name);
+  return (await call("/v1/files", { method: "POST", body: form })).json();
+}

@@ -2,6 +2,7 @@
 
 import { APIError, DIARIZE, call, storeKey, storedKey } from "./api.js";
 import { setUpFiles } from "./files.js";
+import { setUpJobs } from "./jobs.js";
 import { setUpLive } from "./live.js";
 
 const STATES = {
@@ -99,7 +100,7 @@ document.getElementById("key-form").addEventListener("submit", async (event) => 
 });
 
 setUpTabs();
-setUpFiles(page);
+setUpFiles(page, setUpJobs(page));
 setUpLive(page);
 poll();
 checkKey();

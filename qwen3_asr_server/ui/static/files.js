@@ -1,12 +1,13 @@
 // The File view: a file streamed to text, then its segments (and words) against its playback.
 
-import { APIError, DIARIZE, clock, readEvents, transcribe } from "./api.js";
+import { APIError, DIARIZE, readEvents, transcribe } from "./api.js";
+import { Segments } from "./segments.js";
 
 const EXTENSIONS = { srt: "srt", vtt: "vtt", text: "txt", verbose_json: "json", json: "json" };
 const TYPES = { srt: "application/x-subrip", vtt: "text/vtt", text: "text/plain" };
-const COLOURS = 8; // speaker colours in style.css, one per speaker in order of first speech
 
-export function setUpFiles(page) {
+// `jobs` takes the file instead when "Run as a batch job" is ticked.
+export function setUpFiles(page, jobs) {
   const form = document.getElementById("file-form");
   const input = document.getElementById("file");
   const drop = document.getElementById("drop");
@@ -20,7 +21,7 @@ export function setUpFiles(page) {
   const downloadNote = document.getElementById("download-note");
   const submit = document.getElementById("transcribe");
   let run = null; // what the last transcription asked and got: {file, options, verbose}
-  let words = []; // [{start, end, element}] of the shown segments, in order
+  const segments = new Segments(list, note, player);
 
   for (const name of ["dragenter", "dragover"]) {
     drop.addEventListener(name, (event) => {
@@ -46,16 +47,19 @@ export function setUpFiles(page) {
     const options = readOptions("file");
     if (document.getElementById("file-speakers").checked) options.model = DIARIZE;
     error.textContent = "";
+    if (document.getElementById("file-job").checked) {
+      result.hidden = submit.disabled = true;
+      await jobs.submit(file, options);
+      submit.disabled = false;
+      return;
+    }
     submit.disabled = download.disabled = true;
     result.hidden = false;
     transcript.textContent = "";
     transcript.setAttribute("aria-busy", "true");
-    list.replaceChildren();
-    note.textContent = "";
+    segments.clear();
     downloadNote.textContent = "";
-    words = [];
-    if (player.src) URL.revokeObjectURL(player.src);
-    player.src = URL.createObjectURL(file);
+    segments.load(file);
     try {
       await stream(file, options);
       transcript.setAttribute("aria-busy", "false");
@@ -68,7 +72,7 @@ export function setUpFiles(page) {
         })
       ).json();
       run = { file, options, verbose };
-      show(verbose);
+      segments.show(verbose);
       download.disabled = false;
     } catch (caught) {
       error.textContent = caught instanceof APIError ? caught.message : String(caught);
@@ -87,67 +91,6 @@ export function setUpFiles(page) {
       if (event.type === "transcript.text.done") transcript.textContent = event.text;
     });
   }
-
-  function show(verbose) {
-    const segments = verbose.segments || [];
-    const timed = verbose.words || [];
-    const speakers = [...new Set(segments.map((segment) => segment.speaker).filter(Boolean))];
-    const who = speakers.length ? `, ${speakers.length} speaker${speakers.length > 1 ? "s" : ""}` : "";
-    note.textContent = segments.length
-      ? `${segments.length} segment${segments.length > 1 ? "s" : ""}${who}${timed.length ? ", words timed by the aligner" : ""}. Choose one to play it.`
-      : "No speech was heard.";
-    for (const segment of segments) {
-      const item = document.createElement("li");
-      const seek = document.createElement("button");
-      seek.type = "button";
-      seek.className = "seek";
-      seek.textContent = `${clock(segment.start)} – ${clock(segment.end)}`;
-      seek.setAttribute("aria-label", `Play from ${clock(segment.start)}`);
-      seek.addEventListener("click", () => {
-        player.currentTime = segment.start;
-        player.play().catch(() => {}); // a browser that refuses to play still seeks
-      });
-      const text = document.createElement("span");
-      text.className = "text";
-      const inside = timed.filter((w) => w.start >= segment.start - 0.05 && w.end <= segment.end + 0.05);
-      if (inside.length) {
-        inside.forEach((word, index) => {
-          const span = document.createElement("span");
-          span.className = "word";
-          span.textContent = word.word;
-          text.append(...(index ? [" ", span] : [span]));
-          words.push({ start: word.start, end: word.end, element: span });
-        });
-      } else {
-        text.textContent = segment.text;
-      }
-      item.dataset.start = segment.start;
-      item.dataset.end = segment.end;
-      item.append(seek, " ");
-      if (segment.speaker) {
-        const label = document.createElement("span");
-        label.className = "speaker";
-        label.textContent = segment.speaker;
-        label.dataset.colour = String(speakers.indexOf(segment.speaker) % COLOURS);
-        item.append(label, " ");
-      }
-      item.append(text);
-      list.append(item);
-    }
-  }
-
-  player.addEventListener("timeupdate", () => {
-    const now = player.currentTime;
-    for (const item of list.children) {
-      item.classList.toggle("playing", now >= +item.dataset.start && now < +item.dataset.end);
-    }
-    for (const word of words) {
-      const current = now >= word.start && now < word.end;
-      word.element.classList.toggle("current", current);
-      if (current) word.element.setAttribute("aria-current", "true");
-      else word.element.removeAttribute("aria-current");
-    }
-  });
 
   download.addEventListener("click", async () => {
     if (!run) return;
