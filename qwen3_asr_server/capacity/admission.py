@@ -8,6 +8,8 @@ in time, or finds the line full, gets OpenAI's 429 with `Retry-After`, which the
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from contextvars import ContextVar
 from typing import Protocol
 
 from ..errors import APIError
@@ -16,6 +18,10 @@ from ..settings import Settings
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1
+BACKGROUND_POLL = 0.05  # seconds between a background request's looks for a spare slot
+# Set for work that can wait (a batch line): its requests take a slot only while one is free
+# and no other request waits, so interactive requests are always served first.
+BACKGROUND: ContextVar[bool] = ContextVar("background", default=False)
 
 
 def limit_of(settings: Settings) -> int:
@@ -59,10 +65,19 @@ class Admission:
         self.waiting = 0
         self.taken = 0
         self._free = asyncio.Semaphore(limit)
+        self._released = asyncio.Event()
 
     async def acquire(self) -> None:
-        """Take a slot, waiting in line if need be; a 429 when the line is full or too slow."""
-        if self._free.locked() or self.waiting:
+        """Take a slot, waiting in line if need be; a 429 when the line is full or too slow.
+        Background work waits, without a limit, until a slot is spare."""
+        if BACKGROUND.get():
+            while not self.spare():
+                self._released.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(BACKGROUND_POLL):
+                        await self._released.wait()
+            await self._free.acquire()  # free at once: nothing awaited since spare()
+        elif self._free.locked() or self.waiting:
             if self.waiting >= self.max_queue:
                 self.metrics.rejected.labels(reason="queue_full").inc()
                 raise busy(f"{self.waiting} requests already waiting")
@@ -86,6 +101,7 @@ class Admission:
         self.taken -= 1
         self.metrics.upstream_in_flight.set(self.taken)
         self._free.release()
+        self._released.set()
 
     def _set_waiting(self, change: int) -> None:
         self.waiting += change

@@ -19,7 +19,7 @@ import time
 
 from ..metrics import Metrics
 from ..workers.table import Table
-from .admission import busy
+from .admission import BACKGROUND, BACKGROUND_POLL, busy
 from .seats import REALTIME, Kind, full
 
 POLL = 0.005  # seconds; what a slot freed in another worker may stay unused at most
@@ -61,7 +61,11 @@ class SharedAdmission:
         return waiting == 0 and taken < self.limit
 
     async def acquire(self) -> None:
-        """Take a slot, waiting in line if need be; a 429 when the line is full or too slow."""
+        """Take a slot, waiting in line if need be; a 429 when the line is full or too slow.
+        Background work waits, without a limit, until a slot is spare in the whole server."""
+        if BACKGROUND.get():
+            await self._spare()
+            return
         with self.table.locked():
             taken, waiting = self.table.totals()
             queued = taken >= self.limit or waiting > 0
@@ -75,6 +79,16 @@ class SharedAdmission:
         if queued and not await self._wait():
             self.metrics.rejected.labels(reason="queue_timeout").inc()
             raise busy(f"no slot free within {self.timeout:.0f} s")
+        self._show()
+
+    async def _spare(self) -> None:
+        while True:
+            with self.table.locked():
+                taken, waiting = self.table.totals()
+                if waiting == 0 and taken < self.limit:
+                    self._mine.taken += 1
+                    break
+            await asyncio.sleep(BACKGROUND_POLL)
         self._show()
 
     async def _wait(self) -> bool:

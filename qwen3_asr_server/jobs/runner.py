@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..capacity.admission import BACKGROUND
 from . import formats
 from .execute import Retry, Services, answer
 from .files import FileStorage
@@ -188,8 +190,13 @@ class Runner:
 
     async def _line(self, line: Row) -> None:
         request_id = formats.new_id("batch_req_")
-        work = asyncio.ensure_future(
-            answer(self.state, self.store, self.storage, line["endpoint"], line["body"], request_id)
+        background = contextvars.copy_context()  # its requests wait for spare slots
+        background.run(BACKGROUND.set, True)
+        work = asyncio.create_task(
+            answer(
+                self.state, self.store, self.storage, line["endpoint"], line["body"], request_id
+            ),
+            context=background,
         )
         if not await self._held(line, work):
             return
@@ -209,10 +216,9 @@ class Runner:
         )
         self.wake.set()  # its batch may be done: finalize it now
 
-    async def _held(self, line: Row, work: Awaitable[Any]) -> bool:
+    async def _held(self, line: Row, task: asyncio.Task[Any]) -> bool:
         """Wait for the line's work, renewing its lease; False (the work cancelled) when this
         server lost it or its batch ended meanwhile."""
-        task = asyncio.ensure_future(work)
         while True:
             done, _ = await asyncio.wait({task}, timeout=self.lease / 3)
             if done:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from qwen3_asr_server.capacity.admission import BACKGROUND
 from qwen3_asr_server.capacity.shared import POLL, SharedAdmission
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
@@ -155,3 +156,25 @@ async def test_a_client_cancelled_as_a_slot_frees_ends_holding_none(
     await asyncio.wait([waiter])
     assert waiter.cancelled() == pending
     assert tables[0].totals()[0] == (0 if pending else 1)
+
+
+async def _in_background(admission: SharedAdmission) -> None:
+    BACKGROUND.set(True)  # this task's context only, as the batch runner sets it
+    await admission.acquire()
+
+
+async def test_background_work_waits_for_every_workers_line(tables: tuple[Table, Table]) -> None:
+    _, table = tables
+    first, second = pair(table, limit=1, queue=2, timeout=0.5)
+    await first.acquire()
+    batch = asyncio.create_task(_in_background(first))
+    await settle()
+    interactive = asyncio.create_task(second.acquire())  # another worker's, come later
+    await settle()
+    first.release()
+    await asyncio.wait_for(interactive, 1)
+    await asyncio.sleep(0.6)  # past the interactive timeout: the batch request still waits
+    assert not batch.done()
+    second.release()
+    await asyncio.wait_for(batch, 1)
+    assert (first.taken, second.taken) == (1, 0)
