@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Transcribe one audio file with a running qwen3-asr-server and print the transcript.
+"""Transcribe an audio file (or a folder of them) with a running qwen3-asr-server.
 
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
                           [--format json|text|srt|vtt|verbose_json | --words]
                           [--stream | --realtime]
                           [--translate] [--url http://localhost:8000] [--api-key KEY]
                           [--model whisper-1] [--timeout 600]
+       ./test-asr.py --batch DIR [--recursive] [--no-wait] [--language ...] [--context ...]
+                          [--format ...] [--translate] [--url ...] [--api-key KEY]
 
 examples:
   ./test-asr.py meeting.wav --language en
@@ -13,6 +15,7 @@ examples:
   ./test-asr.py clip.m4a --format srt > clip.srt
   ./test-asr.py song.mp3 --words
   ./test-asr.py call.wav --realtime
+  ./test-asr.py --batch recordings/ --format srt
 
 --format json and text print the transcript, srt and vtt the subtitle file as the server
 sends it, verbose_json the whole answer (segments, timestamps) pretty-printed. --words prints
@@ -23,12 +26,16 @@ input_audio part, the context as the system message, a --language as the assista
 text transcription shows the pieces the server cut the file into, done of planned, on stderr:
 the file is sent as a stream, whose progress comments the server adds. --realtime plays the file to
 /v1/realtime?intent=transcription as a microphone would (24 kHz PCM, in real time) and prints
-each utterance's text as it comes, one line per utterance. The API key comes from --api-key or
-the QWEN_API_KEY environment variable.
+each utterance's text as it comes, one line per utterance. --batch DIR uploads the folder's
+audio files (by extension; --recursive for its sub-folders too) and transcribes them as one
+batch (/v1/files, /v1/batches): it shows done of total on stderr, writes each transcript beside
+its recording (talk.mp3 -> talk.txt, .srt, .vtt or, for verbose_json, .json) and prints its path;
+Ctrl-C cancels the batch, --no-wait prints the batch's id and leaves it running. The API key
+comes from --api-key or the QWEN_API_KEY environment variable.
 
-exit status: 0 the transcript was printed, 1 the request failed (one line on stderr says why),
-2 a usage error. Needs httpx (pip install httpx); --realtime also PyAV and websockets
-(pip install av websockets).
+exit status: 0 the transcript was printed (with --batch: every recording has its transcript),
+1 the request failed (one line on stderr says why), 2 a usage error. Needs httpx
+(pip install httpx); --realtime also PyAV and websockets (pip install av websockets).
 """
 
 from __future__ import annotations
@@ -49,8 +56,9 @@ try:
 except ImportError:
     sys.exit("test-asr: error: this script needs httpx: pip install httpx")
 
-# The server's own table of Qwen3-ASR's languages: this script's folder holds the package, and
-# that module needs nothing beyond the standard library.
+# This script's folder holds its batch mode and the package. The server's own table of
+# Qwen3-ASR's languages needs nothing beyond the standard library.
+import asr_batch
 from qwen3_asr_server.model import languages
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
@@ -68,7 +76,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("file", metavar="FILE", help="the audio file (wav, mp3, m4a, ... anything FFmpeg reads)")
+    add("file", metavar="FILE", nargs="?", help="the audio file (wav, mp3, m4a, ... FFmpeg reads)")
+    add("--batch", metavar="DIR", help="transcribe the folder's audio files as one batch")
+    add("--recursive", action="store_true", help="--batch: the sub-folders' files too")
+    add("--no-wait", dest="wait", action="store_false", help="--batch: print its id and exit")
     add("--language", metavar="LANG", help="the spoken language, code or English name: fr, French")
     add("--context", metavar="TERMS", help="names and terms to prime the model with")
     add("--format", choices=FORMATS, default="json", help="what to print (default: json)")
@@ -83,19 +94,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add(
         "--progress",
         action=argparse.BooleanOptionalAction,
-        help="show pieces done of planned on stderr (default: when stderr is a terminal)",
+        help="show pieces done of planned on stderr (default: when stderr is a terminal; "
+        "--batch: always)",
     )
     args = parser.parse_args(argv)
-    if args.translate and (args.language or args.stream or args.context is not None):
-        parser.error("--translate cannot be combined with --language, --stream or --context")
-    if args.realtime and (args.stream or args.translate or args.format != "json"):
-        parser.error("--realtime prints plain text: drop --stream, --translate and --format")
-    if args.words and (args.stream or args.realtime or args.context is not None):
-        parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
-    if args.words and args.format != "json":
-        parser.error(f"--words prints its own lines: drop --format {args.format}")
-    if (args.stream or args.context is not None) and args.format not in ("json", "text"):
-        parser.error(f"--stream and --context print plain text: drop --format {args.format}")
+    check_combinations(parser, args)
     if args.language:
         try:
             args.language = languages.resolve(args.language)
@@ -104,6 +107,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if not args.url.startswith(("http://", "https://")):
         parser.error(f"--url must start with http:// or https://, got {args.url!r}")
     args.url = args.url.rstrip("/")
+    if args.batch is not None:
+        if not Path(args.batch).is_dir():
+            parser.error(f"--batch wants a folder: {args.batch} is not one")
+        args.progress = args.progress is not False  # the batch's counts, unless --no-progress
+        return args
     plain = args.format in ("json", "text") and not (args.words or args.translate)
     whole = not (args.stream or args.realtime) and args.context is None
     wanted = sys.stderr.isatty() if args.progress is None else args.progress
@@ -113,6 +121,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     except OSError as exc:
         parser.error(f"cannot read {args.file}: {exc.strerror or exc}")
     return args
+
+
+def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error for flags that cannot go together."""
+    if (args.file is None) == (args.batch is None):
+        parser.error("give one FILE, or --batch DIR")
+    if args.batch is not None and (args.stream or args.realtime or args.words):
+        parser.error("--batch writes whole answers: drop --stream, --realtime and --words")
+    if args.batch is None and (args.recursive or not args.wait):
+        parser.error("--recursive and --no-wait go with --batch DIR")
+    if args.translate and (args.language or args.stream or args.context is not None):
+        parser.error("--translate cannot be combined with --language, --stream or --context")
+    if args.realtime and (args.stream or args.translate or args.format != "json"):
+        parser.error("--realtime prints plain text: drop --stream, --translate and --format")
+    if args.words and (args.stream or args.realtime or args.context is not None):
+        parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
+    if args.words and args.format != "json":
+        parser.error(f"--words prints its own lines: drop --format {args.format}")
+    plain_only = args.stream or (args.context is not None and args.batch is None)
+    if plain_only and args.format not in ("json", "text"):
+        parser.error(f"--stream and --context print plain text: drop --format {args.format}")
 
 
 def explain(response: httpx.Response, key_sent: bool) -> str:
@@ -255,7 +284,33 @@ def print_stream(deltas: Iterator[str]) -> None:
             print()
 
 
+def batch_job(args: argparse.Namespace) -> asr_batch.Job:
+    """--batch: each line's body is the form a single file's request sends, as JSON."""
+    options: dict[str, Any] = {"model": args.model, "response_format": args.format}
+    if args.language:
+        options["language"] = args.language.code
+    if args.context is not None:
+        options["prompt"] = args.context  # the form's context, where one file goes to chat
+    endpoint = "translations" if args.translate else "transcriptions"
+    return asr_batch.Job(
+        folder=Path(args.batch),
+        endpoint=f"/v1/audio/{endpoint}",
+        options=options,
+        recursive=args.recursive,
+        wait=args.wait,
+        progress=args.progress,
+    )
+
+
 def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
+    if args.batch is not None:
+        try:
+            asr_batch.transcribe_folder(
+                http, batch_job(args), lambda response: explain(response, bool(args.api_key))
+            )
+        except asr_batch.Failure as exc:
+            raise Failure(str(exc)) from exc
+        return
     if args.realtime:
         asyncio.run(realtime(args))
         return

@@ -59,7 +59,8 @@ def test_the_script_is_an_executable_python3_script() -> None:
 def test_help_shows_the_usage() -> None:
     result = run_tool("--help")
     assert result.returncode == 0
-    for flag in ("--language", "--context", "--format", "--stream", "--translate", "--api-key"):
+    flags = ("--language", "--context", "--format", "--stream", "--translate", "--api-key")
+    for flag in (*flags, "--batch"):
         assert flag in result.stdout
 
 
