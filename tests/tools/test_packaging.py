@@ -137,7 +137,38 @@ def test_each_image_runs_the_server_as_a_non_root_service(name: str) -> None:
     assert "curl" not in healthcheck
     env = " ".join(arguments(stage, "ENV"))
     assert "HF_HOME=/cache/huggingface" in env
-    assert arguments(stage, "VOLUME") == ['["/cache/huggingface"]']
+    assert arguments(stage, "VOLUME") == ['["/cache/huggingface", "/data"]']
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_each_image_keeps_its_jobs_in_a_volume_its_user_writes(name: str) -> None:
+    """Files and batches under /data, the server's --data-dir, owned by the image's user
+    (a named volume mounted there starts as the image's folder, owner included)."""
+    stage = stages()[name]
+    variables = dict(
+        entry.split("=", 1) for args in arguments(stage, "ENV") for entry in args.split()
+    )
+    assert Settings(data_dir=variables["QWEN3_ASR_DATA_DIR"]).data_path == Path("/data")
+    assert '"/data"' in arguments(stage, "VOLUME")[0]
+    uid = arguments(stage, "USER")[0].split(":")[0]
+    runs = " ".join(arguments(stage, "RUN"))
+    assert f"useradd --uid {uid} --user-group" in runs
+    assert re.search(r"mkdir -p [^&]*/data\b", runs)
+    assert re.search(r"chown asr:asr [^&]*/data\b", runs)
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_each_image_installs_what_jobs_db_needs(name: str) -> None:
+    """The `postgres` extra (psycopg) with the dependencies: --jobs-db works in the image."""
+    stage = stages()[name]
+    (install,) = [args for args in arguments(stage, "RUN") if "-r /tmp/requirements" in args]
+    script = install.split("python -c '", 1)[1].split("'", 1)[0]
+    printed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert printed == project["dependencies"] + project["optional-dependencies"]["postgres"]
+    assert any(line.startswith("psycopg[binary]") for line in printed)
 
 
 @pytest.mark.parametrize("name", ["cpu", "gpu"])
