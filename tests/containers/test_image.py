@@ -40,7 +40,7 @@ SHUTDOWN_TIMEOUT = 20  # --shutdown-timeout, given through its variable
 # the writable places of a read-only root, as the Deployment's volumes give them
 READ_ONLY = (
     "--read-only", "--read-only-tmpfs=false",
-    "--tmpfs", "/tmp", "--tmpfs", "/home/asr/.cache:mode=1777",
+    "--tmpfs", "/tmp", "--tmpfs", "/home/asr/.cache:mode=1777", "--tmpfs", "/data:mode=1777",
 )  # fmt: skip
 
 
@@ -123,10 +123,10 @@ def test_it_runs_as_uid_10001_with_a_writable_model_cache(container: Running) ->
 def test_its_root_filesystem_is_read_only(container: Running) -> None:
     """Everything above ran on a read-only root: the image's own folders cannot be written,
     the places the pod mounts can."""
-    folders = "/app /home/asr /tmp /home/asr/.cache"
+    folders = "/app /home/asr /tmp /home/asr/.cache /data"
     probe = f"for d in {folders}; do touch $d/p 2>/dev/null && echo $d; done"
     writable = podman("exec", container.name, "sh", "-c", probe).stdout.split()
-    assert writable == ["/tmp", "/home/asr/.cache"]
+    assert writable == ["/tmp", "/home/asr/.cache", "/data"]
 
 
 def test_the_images_own_health_check_passes(container: Running) -> None:

@@ -146,9 +146,14 @@ def test_checkov_finds_nothing_that_is_not_explained(tmp_path: Path) -> None:
     manifests.mkdir()
     for overlay in OVERLAYS:
         (manifests / f"{overlay}.yaml").write_text(yaml.safe_dump_all(rendered(overlay)))
-    (tmp_path / "wyoming").mkdir()  # and an overlay with every component, Wyoming's too
-    wyoming = with_wyoming(tmp_path / "wyoming", "gateway")
-    (manifests / "wyoming.yaml").write_text(yaml.safe_dump_all(wyoming))
+    (tmp_path / "every").mkdir()  # and an overlay with every component, Wyoming's and jobs too
+    every = overlay_of_ones_own(
+        tmp_path / "every",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [../deploy/kubernetes/overlays/gateway]\ncomponents:\n"
+        "  - ../deploy/kubernetes/components/wyoming\n  - ../deploy/kubernetes/components/jobs\n",
+    )
+    (manifests / "every.yaml").write_text(yaml.safe_dump_all(every))
     done = subprocess.run(
         [str(CHECKOV), "-d", str(manifests), "--framework", "kubernetes", "--skip-download",
          "--output", "json"],
@@ -209,7 +214,12 @@ def test_the_values_the_server_needs_are_its_own() -> None:
     # a read-only root, with writable places for what the server and vLLM write
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
-    assert {"/tmp", "/home/asr/.cache", variables["HF_HOME"]} <= mounts
+    assert {
+        "/tmp",
+        "/home/asr/.cache",
+        variables["HF_HOME"],
+        variables["QWEN3_ASR_DATA_DIR"],
+    } <= mounts
     assert pod["securityContext"]["runAsUser"] == 10001  # the image's user
 
 

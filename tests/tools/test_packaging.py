@@ -23,6 +23,7 @@ import pytest
 import yaml
 from packaging.version import Version
 
+from qwen3_asr_server.jobs.store import engine_for
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.process import import_script
 
@@ -31,6 +32,7 @@ dependency_floors = import_script("scripts/dependency_floors.py")
 CONTAINERFILE = ROOT / "Containerfile"
 COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_WYOMING = ROOT / "deploy" / "compose" / "wyoming.yml"
+COMPOSE_POSTGRES = ROOT / "deploy" / "compose" / "postgres.yml"
 # the manual's Containers page: how to open the ports, how to add the Wyoming port
 CONTAINERS_GUIDE = ROOT / "docs" / "operations" / "containers.md"
 TESTS_WORKFLOW = ROOT / ".github" / "workflows" / "tests.yml"
@@ -137,7 +139,38 @@ def test_each_image_runs_the_server_as_a_non_root_service(name: str) -> None:
     assert "curl" not in healthcheck
     env = " ".join(arguments(stage, "ENV"))
     assert "HF_HOME=/cache/huggingface" in env
-    assert arguments(stage, "VOLUME") == ['["/cache/huggingface"]']
+    assert arguments(stage, "VOLUME") == ['["/cache/huggingface", "/data"]']
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_each_image_keeps_its_jobs_in_a_volume_its_user_writes(name: str) -> None:
+    """Files and batches under /data, the server's --data-dir, owned by the image's user
+    (a named volume mounted there starts as the image's folder, owner included)."""
+    stage = stages()[name]
+    variables = dict(
+        entry.split("=", 1) for args in arguments(stage, "ENV") for entry in args.split()
+    )
+    assert Settings(data_dir=variables["QWEN3_ASR_DATA_DIR"]).data_path == Path("/data")
+    assert '"/data"' in arguments(stage, "VOLUME")[0]
+    uid = arguments(stage, "USER")[0].split(":")[0]
+    runs = " ".join(arguments(stage, "RUN"))
+    assert f"useradd --uid {uid} --user-group" in runs
+    assert re.search(r"mkdir -p [^&]*/data\b", runs)
+    assert re.search(r"chown asr:asr [^&]*/data\b", runs)
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu"])
+def test_each_image_installs_what_jobs_db_needs(name: str) -> None:
+    """The `postgres` extra (psycopg) with the dependencies: --jobs-db works in the image."""
+    stage = stages()[name]
+    (install,) = [args for args in arguments(stage, "RUN") if "-r /tmp/requirements" in args]
+    script = install.split("python -c '", 1)[1].split("'", 1)[0]
+    printed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert printed == project["dependencies"] + project["optional-dependencies"]["postgres"]
+    assert any(line.startswith("psycopg[binary]") for line in printed)
 
 
 @pytest.mark.parametrize("name", ["cpu", "gpu"])
@@ -278,6 +311,18 @@ def test_compose_shares_one_hugging_face_cache() -> None:
     }
 
 
+def test_compose_keeps_the_jobs_in_a_volume_of_their_own() -> None:
+    """The server's --data-dir (the image's QWEN3_ASR_DATA_DIR) is a named volume: files and
+    batches outlive the container."""
+    compose = load(COMPOSE)
+    asr = compose["services"]["asr"]
+    mounts = dict(volume.split(":", 1) for volume in asr["volumes"])
+    image_env = " ".join(arguments(stages()["gpu"], "ENV"))
+    assert f"QWEN3_ASR_DATA_DIR={mounts['jobs']}" in image_env
+    assert "jobs" in compose["volumes"]
+    assert "QWEN3_ASR_JOBS_DB" not in environment(asr)  # SQLite in the volume by default
+
+
 def test_compose_takes_secrets_from_the_environment() -> None:
     services = load(COMPOSE)["services"]
     for name in ("tts", "asr"):
@@ -319,6 +364,48 @@ def test_compose_publishes_the_wyoming_port_with_its_override_only_on_the_loopba
     assert opened == ["127.0.0.1:8000:8000", "192.168.1.20:10300:10300"]
     guide = CONTAINERS_GUIDE.read_text()
     assert "-f docker-compose.yml -f deploy/compose/wyoming.yml up -d" in guide
+
+
+def test_the_postgres_override_matches_the_compose_spec() -> None:
+    check = tool("check-jsonschema")
+    assert_passes(run(check, "--builtin-schema", "vendor.compose-spec", COMPOSE_POSTGRES))
+
+
+def test_the_postgres_override_needs_a_password_and_commits_none() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "POSTGRES_PASSWORD"}
+    files = ("-f", str(COMPOSE), "-f", str(COMPOSE_POSTGRES))
+    refused = run(tool("podman-compose"), "--dry-run", *files, "config", env=env)
+    assert refused.returncode != 0
+    assert "POSTGRES_PASSWORD" in refused.stderr
+    assert "POSTGRES_PASSWORD=${POSTGRES_PASSWORD:?" in COMPOSE_POSTGRES.read_text()
+
+
+def test_the_postgres_override_gives_the_server_its_queue_and_publishes_nothing(
+    tmp_path: Path,
+) -> None:
+    services = merged(COMPOSE_POSTGRES, POSTGRES_PASSWORD="s3cret0")["services"]
+    postgres, asr = services["postgres"], services["asr"]
+    assert re.fullmatch(r"docker\.io/library/postgres:\d+", postgres["image"])  # a major
+    assert "ports" not in postgres  # the project's network only
+    assert asr["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    assert asr["depends_on"]["hf-cache-init"]  # the base's, kept
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    assert any(mount.startswith("postgres:") for mount in postgres["volumes"])
+    database = environment(postgres)
+    url = environment(asr)["QWEN3_ASR_JOBS_DB"]
+    assert url is not None
+    settings = Settings(jobs_db=url)
+    assert settings.jobs_db is not None
+    engine = engine_for(settings.jobs_db.get_secret_value(), tmp_path)
+    # the server's driver, and the database, user and password the postgres service makes
+    assert engine.url.drivername == "postgresql+psycopg"
+    assert (engine.url.host, engine.url.port) == ("postgres", 5432)
+    assert engine.url.username == database["POSTGRES_USER"]
+    assert engine.url.password == database["POSTGRES_PASSWORD"] == "s3cret0"
+    assert engine.url.database == database["POSTGRES_DB"]
+    assert asr["volumes"] == merged()["services"]["asr"]["volumes"]  # files still in /data
+    guide = CONTAINERS_GUIDE.read_text()
+    assert "-f docker-compose.yml -f deploy/compose/postgres.yml up -d" in guide
 
 
 # --- .github/workflows -------------------------------------------------------------------------
