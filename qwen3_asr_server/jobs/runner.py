@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..capacity.admission import BACKGROUND
+from ..errors import ServerError
 from . import formats
 from .execute import Retry, Services, answer
 from .files import FileStorage
@@ -198,16 +199,24 @@ class Runner:
             ),
             context=background,
         )
-        if not await self._held(line, work):
+        try:
+            held = await self._held(line, work)
+        except asyncio.CancelledError:  # the server stops: the line is free for the next one
+            work.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._release(line, 0.0))
+            raise
+        if not held:
             return
         try:
             status, body = work.result()
         except Retry:
             self.state.metrics.batch_lines.labels(outcome="retried").inc()
-            await self.store.run(
-                self.store.release_line, line["batch_id"], line["idx"], self.owner, RETRY_DELAY
-            )
+            await self._release(line, RETRY_DELAY)
             return
+        except Exception as exc:  # a bug: the line fails, not the queue (it would run again)
+            logger.exception("batch line %s of %s failed", line["idx"], line["batch_id"])
+            status, body = 500, ServerError(f"The line could not be run: {exc!r}").body()
         outcome = "failed" if status >= 400 else "completed"
         self.state.metrics.batch_lines.labels(outcome=outcome).inc()
         output = formats.answered(line, status, request_id, body)
@@ -215,6 +224,11 @@ class Runner:
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
         )
         self.wake.set()  # its batch may be done: finalize it now
+
+    async def _release(self, line: Row, delay: float) -> None:
+        await self.store.run(
+            self.store.release_line, line["batch_id"], line["idx"], self.owner, delay
+        )
 
     async def _held(self, line: Row, task: asyncio.Task[Any]) -> bool:
         """Wait for the line's work, renewing its lease; False (the work cancelled) when this

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from ..errors import APIError, invalid
 from ..jobs import formats
@@ -27,31 +27,33 @@ async def create_file(request: Request, state: State) -> dict[str, Any]:
         raise invalid("Send the file as multipart/form-data with a 'file' field.", "file")
     try:
         async with request.form(max_files=1, max_fields=8) as form:
-            upload = form.get("file")
-            if not isinstance(upload, UploadFile):
-                raise APIError(400, "You must provide a 'file'.", param="file", code="missing_file")
-            values: dict[str, Any] = {"purpose": form.get("purpose")}
-            anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
-            if anchor is not None or seconds is not None:
-                values["expires_after"] = {"anchor": anchor, "seconds": seconds}
-            asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
-            size = upload.size or 0
-            if not size:
-                raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
+            upload, asked = _read(form)
             if asked.purpose == "user_data":
                 await asyncio.to_thread(_decodes, upload, state.settings.max_audio_seconds)
-            row = await state.jobs.add_file(
-                upload.file,
-                size,
-                upload.filename or "file",
-                asked.purpose,
-                asked.expires_after.seconds if asked.expires_after else None,
-            )
+            expires = asked.expires_after.seconds if asked.expires_after else None
+            name = upload.filename or "file"
+            size = upload.size or 0
+            row = await state.jobs.add_file(upload.file, size, name, asked.purpose, expires)
     except OSError as exc:  # the upload spooled to a full disk before it was read
         if exc.errno in FULL:
             raise disk_full() from exc
         raise
     return formats.file_object(row)
+
+
+def _read(form: FormData) -> tuple[UploadFile, protocol.FileUpload]:
+    """The form's file (not empty) and its fields, checked."""
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise APIError(400, "You must provide a 'file'.", param="file", code="missing_file")
+    values: dict[str, Any] = {"purpose": form.get("purpose")}
+    anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
+    if anchor is not None or seconds is not None:
+        values["expires_after"] = {"anchor": anchor, "seconds": seconds}
+    asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
+    if not upload.size:
+        raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
+    return upload, asked
 
 
 def _decodes(upload: UploadFile, max_seconds: float) -> None:
