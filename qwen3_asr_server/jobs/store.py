@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from sqlalchemy import (
     Connection,
     Engine,
+    Table,
     create_engine,
     delete,
     event,
@@ -171,23 +172,8 @@ class Store:
             (batches.c.status == "in_progress") & (~open_lines | (batches.c.expires_at <= now)),
             (batches.c.status == "cancelling") & ~running,
         )
-        free = or_(batches.c.lease_until.is_(None), batches.c.lease_until < now)
-        query = (
-            select(batches.c.id)
-            .where(needs, free)
-            .order_by(batches.c.created_at)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-        )
         with self._begin() as db:
-            batch_id = db.execute(query).scalar()
-            if batch_id is None:
-                return None
-            taken = update(batches).where(batches.c.id == batch_id, free)
-            if not db.execute(taken.values(owner=owner, lease_until=now + lease)).rowcount:
-                return None
-            row = db.execute(select(batches).where(batches.c.id == batch_id)).mappings().one()
-            return dict(row)
+            return claim(db, batches, needs, (batches.c.created_at,), owner, now + lease)
 
     def start_batch(self, batch_id: str, owner: str, parsed: Sequence[Row], now: int) -> bool:
         """The validated lines queued, and the batch in progress (if this server still has
@@ -355,6 +341,24 @@ class Store:
         )
         with self._begin() as db:
             return dict(db.execute(query).all())
+
+
+def claim(
+    db: Connection, table: Table, needs: Any, order: Sequence[Any], owner: str, until: float
+) -> Row | None:
+    """The first row of `table` (by `order`) that `needs` selects and no server holds, now
+    held by `owner` until `until`: a compare-and-set on its lease, so that of two servers only
+    one gets it (PostgreSQL also skips rows another has locked). None when none is free."""
+    now = time.time()
+    free = or_(table.c.lease_until.is_(None), table.c.lease_until < now)
+    query = select(table.c.id).where(needs, free).order_by(*order).limit(1)
+    found = db.execute(query.with_for_update(skip_locked=True)).scalar()
+    if found is None:
+        return None
+    taken = update(table).where(table.c.id == found, free).values(owner=owner, lease_until=until)
+    if not db.execute(taken).rowcount:
+        return None
+    return dict(db.execute(select(table).where(table.c.id == found)).mappings().one())
 
 
 def _alive() -> Any:

@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import SQLAlchemyError
 from standardwebhooks.webhooks import Webhook
 
 from .schema import events
-from .store import Row, Store
+from .store import Row, Store, claim
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
@@ -79,23 +79,13 @@ class Outbox:
         """The event most overdue that is neither delivered nor given up, and that no server
         holds; none when no event is due."""
         now = time.time()
-        free = or_(events.c.lease_until.is_(None), events.c.lease_until < now)
-        query = (
-            select(events.c.id)
-            .where(events.c.delivered_at.is_(None), events.c.gave_up_at.is_(None))
-            .where(events.c.next_at <= now, free)
-            .order_by(events.c.next_at)
-            .limit(1)
-            .with_for_update(skip_locked=True)
+        due = (
+            events.c.delivered_at.is_(None)
+            & events.c.gave_up_at.is_(None)
+            & (events.c.next_at <= now)
         )
         with self.engine.begin() as db:
-            event_id = db.execute(query).scalar()
-            if event_id is None:
-                return None
-            taken = update(events).where(events.c.id == event_id, free)
-            if not db.execute(taken.values(owner=owner, lease_until=now + lease)).rowcount:
-                return None
-            return dict(db.execute(select(events).where(events.c.id == event_id)).mappings().one())
+            return claim(db, events, due, (events.c.next_at,), owner, now + lease)
 
     def sent(
         self, event_id: str, owner: str, delivered: bool, next_at: float, gave_up: bool

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import openai
 from openai.types import Batch
@@ -23,6 +24,24 @@ ENV = {"FAKE_VLLM_RESPONSE_DELAY": "0.03", "FAKE_VLLM_DESCRIBE": "1"}
 
 def _client(server: ServerProcess) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+
+
+def submit(client: openai.OpenAI, response_format: str) -> tuple[Batch, list[dict[str, Any]]]:
+    """A batch of LINES lines, each the same short clip, created; and its lines."""
+    clip = client.files.create(file=("clip.wav", wav(0.5)), purpose="user_data")
+    lines = [
+        {"custom_id": f"call-{i}", "method": "POST", "url": "/v1/audio/transcriptions",
+         "body": {"file": clip.id, "response_format": response_format}}
+        for i in range(LINES)
+    ]  # fmt: skip
+    text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    source = client.files.create(file=("calls.jsonl", text), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=source.id,
+        endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
+        completion_window="24h",
+    )
+    return batch, lines
 
 
 def _wait(client: openai.OpenAI, batch_id: str, done: int) -> Batch:
@@ -42,19 +61,7 @@ def test_a_batch_completes_after_its_server_is_killed_and_started_again(tmp_path
     try:
         server.wait_for_health(200)
         client = _client(server)
-        clip = client.files.create(file=("clip.wav", wav(0.5)), purpose="user_data")
-        lines = [
-            {"custom_id": f"call-{i}", "method": "POST", "url": "/v1/audio/transcriptions",
-             "body": {"file": clip.id, "response_format": "text"}}
-            for i in range(LINES)
-        ]  # fmt: skip
-        text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-        source = client.files.create(file=("calls.jsonl", text), purpose="batch")
-        batch = client.batches.create(
-            input_file_id=source.id,
-            endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
-            completion_window="24h",
-        )
+        batch, lines = submit(client, "text")
         seen = _wait(client, batch.id, done=LINES // 4)
         assert seen.status == "in_progress", seen
         os.kill(server.proc.pid, signal.SIGKILL)

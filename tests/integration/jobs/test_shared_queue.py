@@ -11,9 +11,8 @@ from pathlib import Path
 
 import openai
 
-from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, install_launcher
-from tests.integration.jobs.test_restarts import LINES, _wait
+from tests.integration.jobs.test_restarts import LINES, _wait, submit
 
 ENV = {"FAKE_VLLM_RESPONSE_DELAY": "0.03"}
 
@@ -36,19 +35,7 @@ def test_two_servers_share_a_batch_and_one_finishes_what_the_other_left(
         first.wait_for_health(200)
         second.wait_for_health(200)
         client = openai.OpenAI(base_url=f"{first.url}/v1", api_key="unused", max_retries=0)
-        clip = client.files.create(file=("clip.wav", wav(0.5)), purpose="user_data")
-        lines = [
-            {"custom_id": f"call-{i}", "method": "POST", "url": "/v1/audio/transcriptions",
-             "body": {"file": clip.id, "response_format": "json"}}
-            for i in range(LINES)
-        ]  # fmt: skip
-        text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-        source = client.files.create(file=("calls.jsonl", text), purpose="batch")
-        batch = client.batches.create(
-            input_file_id=source.id,
-            endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
-            completion_window="24h",
-        )
+        batch, lines = submit(client, "json")
         assert _wait(client, batch.id, done=LINES // 4).status == "in_progress"
         os.kill(first.proc.pid, signal.SIGKILL)
         first.wait_exit()
