@@ -7,11 +7,9 @@ It starts the stand-in vLLM, PostgreSQL and two servers itself; nothing here dep
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.fixtures.process import REPO
+from tests.fixtures.process import run_script
 
 BATCHES = ("batch_sqlite", "batch_postgresql")
 
@@ -20,13 +18,7 @@ def test_a_tiny_run_answers_every_recording_both_ways_and_reports_each(tmp_path:
     out = tmp_path / "figures.json"
     tiny = ["--clips", "3", "--clip-seconds", "2", "--long", "1", "--long-seconds", "30"]
     tiny += ["--concurrency", "2", "--rounds", "2", "--store-lines", "20", "--model-ms", "5"]
-    result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "batch_throughput.py"), *tiny, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_script("scripts/batch_throughput.py", *tiny, "--json", str(out), timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     figures = json.loads(out.read_text())
     assert figures["upstream"] == "stand-in, 5.0 ms"
