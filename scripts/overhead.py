@@ -51,7 +51,13 @@ sys.path.insert(0, str(REPO))
 from qwen3_asr_server.backend import launch  # noqa: E402
 from qwen3_asr_server.settings import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
-from tests.fixtures.process import cpu_seconds, memory, running  # noqa: E402
+from tests.fixtures.process import (  # noqa: E402
+    cpu_seconds,
+    memory,
+    proxy_argv,
+    running,
+    stand_in_vllm,
+)
 from tests.fixtures.speech import spoken  # noqa: E402
 from tests.fixtures.tiny_model import write_tiny_model  # noqa: E402
 
@@ -64,10 +70,7 @@ def _upstream(
 ) -> tuple[list[str], dict[str, str]]:
     """The upstream's command line and environment."""
     if args.engine is None:
-        command = [sys.executable, "-m", "tests.fixtures.fake_vllm", "serve", MODEL]
-        delay = str(args.model_ms / 1000)
-        env = {"PYTHONPATH": str(REPO), "FAKE_VLLM_RESPONSE_DELAY": delay}
-        return [*command, "--port", str(port)], env
+        return stand_in_vllm(port, MODEL, args.model_ms)
     model = scratch / "tiny-qwen3-asr"
     write_tiny_model(model)
     settings = Settings(model=str(model), served_model_name=MODEL, cpu=True)
@@ -185,9 +188,7 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
         servers: dict[int, tuple[str, int]] = {}
         for count in counts:
             port = launch.free_port()
-            server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
-            server += ["--model", MODEL, "--port", str(port), "--log-level", "warning"]
-            server += ["--workers", str(count)]
+            server = proxy_argv(upstream, port, MODEL, "--workers", str(count))
             url = f"http://127.0.0.1:{port}"
             servers[count] = url, started.enter_context(running(server, {}, url, 60))
         for path in files:
@@ -253,8 +254,7 @@ def main() -> int:
                 Path(args.json).write_text(json.dumps(capacity, indent=2) + "\n")
             return 0
         argv, env = _upstream(args, upstream_port, scratch)
-        server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
-        server += ["--model", MODEL, "--port", str(proxy_port), "--log-level", "warning"]
+        server = proxy_argv(upstream, proxy_port, MODEL)
         with (
             running(argv, env, upstream, 600) as upstream_pid,
             running(server, {}, proxy, 60) as pid,

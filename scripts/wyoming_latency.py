@@ -49,7 +49,7 @@ from wyoming.event import async_read_event, async_write_event  # noqa: E402
 from benchmark import percentile  # noqa: E402
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
 from tests.fixtures.audio import pcm_wav  # noqa: E402
-from tests.fixtures.process import running  # noqa: E402
+from tests.fixtures.process import running, stand_in_vllm  # noqa: E402
 from tests.fixtures.speech import spoken  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -185,9 +185,7 @@ def main() -> int:
     while wyoming_port == http_port:  # free_port may hand out the same one twice
         wyoming_port = free_port()
     upstream, url = f"http://127.0.0.1:{upstream_port}", f"http://127.0.0.1:{http_port}"
-    stand_in = [sys.executable, "-m", "tests.fixtures.fake_vllm", "serve", MODEL]
-    stand_in += ["--port", str(upstream_port)]
-    stand_in_env = {"PYTHONPATH": str(REPO), "FAKE_VLLM_RESPONSE_DELAY": str(args.model_ms / 1000)}
+    stand_in, stand_in_env = stand_in_vllm(upstream_port, MODEL, args.model_ms)
     server = [sys.executable, str(REPO / "server.py"), "--backend-url", upstream]
     server += ["--served-model-name", MODEL, "--host", "127.0.0.1", "--port", str(http_port)]
     server += ["--log-level", "warning"]
