@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server.jobs import formats  # noqa: E402
+from qwen3_asr_server.jobs.database import engine_for  # noqa: E402
 from qwen3_asr_server.jobs.formats import TRANSCRIPTIONS  # noqa: E402
-from qwen3_asr_server.jobs.store import Store, engine_for  # noqa: E402
+from qwen3_asr_server.jobs.store import Store  # noqa: E402
 from tests.fixtures.process import cpu_seconds  # noqa: E402
 
 MODEL = "qwen3-asr"

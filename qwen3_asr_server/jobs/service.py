@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ..errors import APIError, invalid
 from ..settings import MIB
 from . import formats
+from .database import engine_for
 from .execute import Services
 from .files import FileStorage, over_quota
 from .formats import Row
 from .runner import Announce, Announced, Runner, owner_name
-from .store import Store, engine_for
+from .store import Store
 from .webhooks import Webhooks, event
 
 if TYPE_CHECKING:

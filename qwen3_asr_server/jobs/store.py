@@ -15,16 +15,13 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import (
     Connection,
     Engine,
     Table,
-    create_engine,
     delete,
-    event,
     exists,
     func,
     insert,
@@ -32,40 +29,15 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from .database import READ_ONLY
 from .schema import batches, events, files, lines, metadata
 
 P = ParamSpec("P")
 T = TypeVar("T")
 Row = dict[str, Any]
 OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
-
-
-def engine_for(url: str | None, data_dir: Path) -> Engine:
-    """The database `--jobs-db` names (a `postgresql://` URL runs on psycopg 3), else SQLite
-    in the data folder: in WAL mode, every transaction taking the write lock at its start,
-    so that two processes' claims wait for each other instead of failing."""
-    if url:
-        parsed = make_url(url)
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_pre_ping=True)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{data_dir / 'jobs.sqlite3'}", connect_args={"timeout": 30})
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi: Any, _: Any) -> None:
-        dbapi.isolation_level = None  # SQLAlchemy's BEGIN below, not the driver's own
-        dbapi.execute("PRAGMA journal_mode=WAL")
-        dbapi.execute("PRAGMA synchronous=FULL")
-
-    @event.listens_for(engine, "begin")
-    def _begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
 
 
 class Store:
@@ -86,6 +58,13 @@ class Store:
         with self.engine.begin() as connection:
             yield connection
 
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            reading = connection.execution_options(**{READ_ONLY: True})
+            with reading.begin():
+                yield reading
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -98,7 +77,7 @@ class Store:
     def file(self, file_id: str) -> Row | None:
         """The file, unless it expired (the sweeper may not have deleted it yet)."""
         query = select(files).where(files.c.id == file_id, _alive())
-        with self._begin() as db:
+        with self._read() as db:
             found = db.execute(query).mappings().first()
         return dict(found) if found else None
 
@@ -106,7 +85,7 @@ class Store:
         query = select(files).where(_alive())
         if purpose:
             query = query.where(files.c.purpose == purpose)
-        with self._begin() as db:
+        with self._read() as db:
             return _page(db, query, files, after, limit, asc)
 
     def delete_file(self, file_id: str) -> bool:
@@ -114,12 +93,12 @@ class Store:
             return db.execute(delete(files).where(files.c.id == file_id)).rowcount == 1
 
     def stored_bytes(self) -> int:
-        with self._begin() as db:
+        with self._read() as db:
             return int(db.execute(select(func.coalesce(func.sum(files.c.bytes), 0))).scalar_one())
 
     def expired_files(self, now: float) -> list[str]:
         query = select(files.c.id).where(files.c.expires_at.is_not(None), files.c.expires_at <= now)
-        with self._begin() as db:
+        with self._read() as db:
             return list(db.execute(query).scalars())
 
     # batches
@@ -129,12 +108,12 @@ class Store:
             db.execute(insert(batches).values(**row))
 
     def batch(self, batch_id: str) -> Row | None:
-        with self._begin() as db:
+        with self._read() as db:
             found = db.execute(select(batches).where(batches.c.id == batch_id)).mappings().first()
             return {**found, "counts": _counts(db, batch_id)} if found else None
 
     def batches(self, after: str | None, limit: int) -> list[Row]:
-        with self._begin() as db:
+        with self._read() as db:
             rows = _page(db, select(batches), batches, after, limit, asc=False)
             return [{**row, "counts": _counts(db, row["id"])} for row in rows]
 
@@ -241,7 +220,7 @@ class Store:
             .where(lines.c.batch_id == batch_id, lines.c.status == "done")
             .order_by(lines.c.idx)
         )
-        with self._begin() as db:
+        with self._read() as db:
             return [dict(row) for row in db.execute(query).mappings()]
 
     # lines: the queue
@@ -339,7 +318,7 @@ class Store:
             .where(batches.c.status == "in_progress")
             .group_by(lines.c.status)
         )
-        with self._begin() as db:
+        with self._read() as db:
             return dict(db.execute(query).all())
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from qwen3_asr_server.jobs.database import engine_for
 from qwen3_asr_server.jobs.schema import events
-from qwen3_asr_server.jobs.store import Store, engine_for
+from qwen3_asr_server.jobs.store import Store
 
 NOW = int(time.time())
 DAY = 86400
