@@ -19,7 +19,7 @@ import time
 
 from ..metrics import Metrics
 from ..workers.table import Table
-from .admission import BACKGROUND, BACKGROUND_POLL, busy
+from .admission import BACKGROUND, BACKGROUND_POLL, background_room, busy
 from .seats import REALTIME, Kind, full
 
 POLL = 0.005  # seconds; what a slot freed in another worker may stay unused at most
@@ -55,10 +55,11 @@ class SharedAdmission:
         return int(self._mine.waiting)
 
     def spare(self) -> bool:
-        """A slot is free and no request of any worker waits for one."""
+        """Room for background work: no request of any worker waits for a slot, and one is
+        free beyond those kept for interactive requests (`admission.background_room`)."""
         with self.table.locked():
             taken, waiting = self.table.totals()
-        return waiting == 0 and taken < self.limit
+        return waiting == 0 and taken < background_room(self.limit)
 
     async def acquire(self) -> None:
         """Take a slot, waiting in line if need be; a 429 when the line is full or too slow.
@@ -85,7 +86,7 @@ class SharedAdmission:
         while True:
             with self.table.locked():
                 taken, waiting = self.table.totals()
-                if waiting == 0 and taken < self.limit:
+                if waiting == 0 and taken < background_room(self.limit):
                     self._mine.taken += 1
                     break
             await asyncio.sleep(BACKGROUND_POLL)

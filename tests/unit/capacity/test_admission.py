@@ -55,3 +55,14 @@ async def test_background_work_takes_a_slot_only_when_no_one_waits() -> None:
     await asyncio.wait_for(batch, 1)
     assert admission.taken == 1
     assert not BACKGROUND.get()
+
+
+async def test_background_work_leaves_a_slot_for_the_next_interactive_request() -> None:
+    admission = Admission(limit=4, max_queue=4, timeout=0.5, metrics=Metrics())
+    held = [asyncio.create_task(_in_background(admission)) for _ in range(4)]
+    await asyncio.sleep(0.2)
+    assert sum(task.done() for task in held) == 3  # one slot kept for interactive requests
+    await asyncio.wait_for(admission.acquire(), 0.1)  # at once, not after a batch piece
+    assert admission.taken == 4
+    for task in held:
+        task.cancel()
