@@ -37,10 +37,12 @@ from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
 pytestmark = pytest.mark.container
 MODEL = "qwen3-asr"
 SHUTDOWN_TIMEOUT = 20  # --shutdown-timeout, given through its variable
-# the writable places of a read-only root, as the Deployment's volumes give them
+# the writable places of a read-only root, as the Deployment's volumes give them; /data is
+# the image's own volume (podman makes an anonymous one, owned as the image's folder is: a
+# tmpfs there comes root's 0755 whatever its mode= says)
 READ_ONLY = (
     "--read-only", "--read-only-tmpfs=false",
-    "--tmpfs", "/tmp", "--tmpfs", "/home/asr/.cache:mode=1777", "--tmpfs", "/data:mode=1777",
+    "--tmpfs", "/tmp", "--tmpfs", "/home/asr/.cache:mode=1777",
 )  # fmt: skip
 
 
@@ -73,7 +75,7 @@ def container(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         url = f"http://127.0.0.1:{port}"
         yield Running(name, url, wait_for_health(url))
     finally:
-        podman("rm", "--force", name, check=False)
+        podman("rm", "--force", "--volumes", name, check=False)
 
 
 def test_health_says_loading_then_ok(container: Running) -> None:

@@ -170,6 +170,9 @@ def test_ctrl_c_cancels_the_batch(slow_server: LiveServer, folder: Path) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as a terminal starts it: a test run in the background (CI's lanes) ignores SIGINT,
+        # and a child would inherit that and never see the Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert tool.stderr is not None
     started = tool.stderr.readline()
