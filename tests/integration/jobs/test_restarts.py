@@ -84,3 +84,25 @@ def test_a_batch_completes_after_its_server_is_killed_and_started_again(tmp_path
         assert bodies == {"Heard 0.50 s.\n"}, bodies
     finally:
         again.stop()
+
+
+def test_a_batch_runs_on_a_server_with_worker_processes(tmp_path: Path) -> None:
+    """With --workers 2 every worker process runs a runner on the one SQLite database: their
+    claims share it, and the batch completes with each custom_id once."""
+    install_launcher(tmp_path / "bin", "vllm")
+    server = ServerProcess(tmp_path, [*ARGS, "--workers", "2"], ENV)
+    try:
+        server.wait_for_health(200)
+        client = _client(server)
+        batch, lines = submit(client, "text")
+        finished = _wait(client, batch.id, done=LINES + 1)
+        assert finished.status == "completed", finished
+        assert finished.request_counts is not None
+        assert finished.request_counts.completed == LINES
+        assert finished.output_file_id is not None
+        output = client.files.content(finished.output_file_id).text.splitlines()
+        assert sorted(json.loads(line)["custom_id"] for line in output) == sorted(
+            line["custom_id"] for line in lines
+        )
+    finally:
+        server.stop()
