@@ -3,6 +3,8 @@ use, and where their webhooks go."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
@@ -85,10 +87,22 @@ class JobsSettings(BaseModel):
         if (self.webhook_url is None) != (self.webhook_secret is None):
             raise ValueError("--webhook-url and --webhook-secret go together")
         secret = self.webhook_secret.get_secret_value() if self.webhook_secret else None
-        if secret is not None and not secret.startswith("whsec_"):
-            raise ValueError("--webhook-secret is a Standard Webhooks secret: whsec_<base64>")
+        if secret is not None and not _standard(secret):
+            raise ValueError(
+                "--webhook-secret is a Standard Webhooks secret: whsec_ and padded base64 "
+                "(the openai SDK cannot verify one without its padding)"
+            )
         if self.webhook_url is not None and not self.webhook_url.startswith(
             ("http://", "https://")
         ):
             raise ValueError("--webhook-url is an http:// or https:// URL")
         return self
+
+
+def _standard(secret: str) -> bool:
+    if not secret.startswith("whsec_"):
+        return False
+    try:
+        return bool(base64.b64decode(secret.removeprefix("whsec_"), validate=True))
+    except binascii.Error:
+        return False

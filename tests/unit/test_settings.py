@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from qwen3_asr_server.cli import parse_args
 from qwen3_asr_server.main import main
@@ -193,3 +195,21 @@ def test_help_shows_each_flag_in_its_group_with_its_default_and_variables(
     assert sorted(flags) == sorted(name.replace("_", "-") for name in Settings.model_fields)
     for name in Settings.model_fields:
         assert f"{ENV_PREFIX}{name.upper()}]" in text or f"{ENV_PREFIX}{name.upper()}," in text
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"webhook_url": "http://hooks.test/h"}, "go together"),
+        ({"webhook_secret": "whsec_" + base64.b64encode(b"k" * 32).decode()}, "go together"),
+        ({"webhook_url": "ftp://hooks.test/h", "webhook_secret": "whsec_a2tr"}, "http://"),
+        ({"webhook_url": "http://hooks.test/h", "webhook_secret": "secret"}, "whsec_"),
+        # the openai SDK decodes it without adding the padding back: it could not verify
+        ({"webhook_url": "http://hooks.test/h", "webhook_secret": "whsec_a2traw"}, "padded"),
+    ],
+)
+def test_webhooks_need_a_url_and_a_secret_the_sdk_can_verify_with(
+    given: dict[str, str], said: str
+) -> None:
+    with pytest.raises(ValidationError, match=said):
+        Settings(model="x", **given)
