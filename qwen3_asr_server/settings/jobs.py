@@ -29,7 +29,8 @@ class JobsSettings(BaseModel):
     batch_concurrency: int = Field(
         1,
         ge=1,
-        description="Batch lines this server runs at once, beside interactive requests.",
+        description="Batch lines each server process (each of --workers) runs at once, beside "
+        "interactive requests.",
         json_schema_extra={"metavar": "N"},
     )
     jobs_lease: float = Field(
