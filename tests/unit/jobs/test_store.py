@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from qwen3_asr_server.jobs.database import engine_for
-from qwen3_asr_server.jobs.schema import events
+from qwen3_asr_server.jobs.schema import batches, events, lines
 from qwen3_asr_server.jobs.store import Store
 
 NOW = int(time.time())
 DAY = 86400
 ENDPOINT = "/v1/audio/transcriptions"
-LAPSES = 0.2  # a lease that lapses within the test
-PAST_IT = 0.35
+LEASE = 30.0
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -40,6 +39,19 @@ def store(database: str | None, tmp_path: Path) -> Iterator[Store]:
     store = Store(engine_for(database, tmp_path))
     yield store
     store.close()
+
+
+def later(store: Store, seconds: float) -> None:
+    """The clock moved on by `seconds`, as every lease and deadline sees it: they are moved
+    back instead, so that no test sleeps or races a slow machine."""
+    with store.engine.begin() as db:
+        for table in (batches, lines, events):
+            db.execute(
+                update(table)
+                .where(table.c.lease_until.is_not(None))
+                .values(lease_until=table.c.lease_until - seconds)
+            )
+        db.execute(update(batches).values(expires_at=batches.c.expires_at - int(seconds)))
 
 
 def a_file(file_id: str, created_at: int = NOW, **row: Any) -> dict[str, Any]:
@@ -161,12 +173,12 @@ def test_batches_are_listed_newest_first_with_their_counts(store: Store) -> None
 
 def test_a_batch_is_claimed_by_one_server_until_its_lease_lapses(store: Store) -> None:
     store.add_batch(a_batch("batch-a"))
-    first = store.claim_batch("server-1", LAPSES)
+    first = store.claim_batch("server-1", LEASE)
     assert first is not None
     assert (first["id"], first["owner"], first["status"]) == ("batch-a", "server-1", "validating")
-    assert store.claim_batch("server-1", LAPSES) is None
-    assert store.claim_batch("server-2", LAPSES) is None
-    time.sleep(PAST_IT)
+    assert store.claim_batch("server-1", LEASE) is None
+    assert store.claim_batch("server-2", LEASE) is None
+    later(store, LEASE + 1)
     second = store.claim_batch("server-2", 30)
     assert second is not None
     assert (second["id"], second["owner"]) == ("batch-a", "server-2")
@@ -230,12 +242,12 @@ def test_two_servers_claim_lines_in_order_and_never_the_same(store: Store) -> No
 
 def test_a_renewed_lease_holds_and_a_lapsed_one_is_taken_over(store: Store) -> None:
     batch = in_progress(store, a_batch("batch-a"), 1)
-    assert claimed(store, "server-1", LAPSES) == (batch, 0)
-    assert store.renew_line(batch, 0, "server-1", 30)
-    time.sleep(PAST_IT)
+    assert claimed(store, "server-1", 10) == (batch, 0)
+    assert store.renew_line(batch, 0, "server-1", LEASE)
+    later(store, 20)  # past the first lease, not the renewed one
     assert claimed(store, "server-2") is None
-    assert store.renew_line(batch, 0, "server-1", LAPSES)
-    time.sleep(PAST_IT)  # server-1 died
+    assert store.renew_line(batch, 0, "server-1", 10)
+    later(store, 11)  # server-1 died
     line = store.claim_line("server-2", 30)
     assert line is not None
     assert (line["idx"], line["owner"], line["attempts"]) == (0, "server-2", 2)
@@ -267,11 +279,11 @@ def test_a_released_line_waits_its_delay_before_it_is_claimed_again(store: Store
     batch = in_progress(store, a_batch("batch-a"), 2)
     assert claimed(store, "server-1") == (batch, 0)
     store.release_line(batch, 0, "server-2", 0)  # not its line: nothing happens
-    store.release_line(batch, 0, "server-1", PAST_IT)
+    store.release_line(batch, 0, "server-1", 5)
     assert not store.finish_line(batch, 0, "server-1", False, {})
     assert claimed(store, "server-2") == (batch, 1)
     assert claimed(store, "server-2") is None
-    time.sleep(PAST_IT + 0.05)
+    later(store, 6)
     line = store.claim_line("server-2", 30)
     assert line is not None
     assert (line["idx"], line["attempts"]) == (0, 2)
@@ -314,10 +326,10 @@ def test_a_cancelled_batch_whose_server_died_is_finalized_once_the_lease_lapses(
     store: Store,
 ) -> None:
     batch = in_progress(store, a_batch("batch-a"), 2)
-    assert claimed(store, "server-1", LAPSES) == (batch, 0)
+    assert claimed(store, "server-1", LEASE) == (batch, 0)
     assert store.cancel(batch, NOW)
     assert store.claim_batch("server-2", 30) is None
-    time.sleep(PAST_IT)  # server-1 died with the line
+    later(store, LEASE + 1)  # server-1 died with the line
     finalizing = store.claim_batch("server-2", 30)
     assert finalizing is not None
     assert (finalizing["id"], finalizing["status"]) == (batch, "cancelling")
@@ -338,13 +350,12 @@ def expired(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_an_expired_batch_is_claimed_with_lines_open_and_they_fail(store: Store) -> None:
-    deadline = int(time.time()) + 1
-    batch = in_progress(store, a_batch("batch-a", expires_at=deadline), 3)
+    batch = in_progress(store, a_batch("batch-a", expires_at=int(time.time()) + 60), 3)
     assert claimed(store, "server-1") == (batch, 0)
     assert claimed(store, "server-1") == (batch, 1)
     assert store.finish_line(batch, 0, "server-1", False, {"n": 0})
     assert store.claim_batch("server-2", 30) is None
-    time.sleep(max(0.0, deadline - time.time()) + 0.05)
+    later(store, 61)
     assert claimed(store, "server-2") is None  # too late to start one
     finalizing = store.claim_batch("server-2", 30)
     assert finalizing is not None
