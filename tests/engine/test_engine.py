@@ -8,6 +8,7 @@ the model. The tests share one server and run in order: the last two restart and
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import signal
@@ -298,6 +299,49 @@ def test_metrics_count_what_was_served(engine: Engine) -> None:
         f'qwen3_asr_backend_info{{backend="asr",device="cpu",model_id="{engine.model_dir}"}} 1.0'
         in text
     )
+
+
+def test_a_batch_through_the_engine_answers_as_the_endpoint_does(engine: Engine) -> None:
+    """A batch (Files + Batches, issue 46) on the real engine: each line's answer is the
+    synchronous endpoint's, byte for byte for text, field for field for JSON."""
+    sdk = engine.sdk()
+    clip = sdk.files.create(file=("clip.wav", CLIP), purpose="user_data")
+    formats = ("json", "text", "verbose_json")
+    lines = [
+        {"custom_id": kind, "method": "POST", "url": "/v1/audio/transcriptions",
+         "body": {"file": clip.id, "model": MODEL, "response_format": kind}}
+        for kind in formats
+    ]  # fmt: skip
+    source = sdk.files.create(
+        file=("in.jsonl", "".join(json.dumps(line) + "\n" for line in lines).encode()),
+        purpose="batch",
+    )
+    batch = sdk.batches.create(
+        input_file_id=source.id,
+        endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
+        completion_window="24h",
+    )
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while batch.status not in ("completed", "failed", "expired", "cancelled"):
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.2)
+        batch = sdk.batches.retrieve(batch.id)
+    assert batch.status == "completed", batch
+    assert batch.output_file_id is not None
+    output = sdk.files.content(batch.output_file_id).text.splitlines()
+    answers = {line["custom_id"]: line["response"] for line in map(json.loads, output)}
+    assert sorted(answers) == sorted(formats)
+    for kind in formats:
+        assert answers[kind]["status_code"] == 200
+        with engine.http() as http:
+            sync = http.post(
+                "/v1/audio/transcriptions",
+                files={"file": ("clip.wav", CLIP, "audio/wav")},
+                data={"model": MODEL, "response_format": kind},
+            )
+        expected = sync.text if kind == "text" else sync.json()
+        assert answers[kind]["body"] == expected, kind
+    assert answers["json"]["body"]["text"] == EXPECTED_TEXT
 
 
 def test_killed_vllm_is_restarted_and_a_long_file_in_flight_comes_back_whole(
