@@ -64,10 +64,15 @@ async def answer(
         return exc.status, exc.body()
 
 
+def _whole(stream: bool) -> None:
+    """A line is answered whole, into the output file: a 400 for one that asks to stream."""
+    if stream:
+        raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+
+
 async def _chat(state: Services, body: dict[str, Any], request_id: str) -> Any:
     checked = chat.read(body, state.policy)
-    if checked.stream:
-        raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+    _whole(checked.stream)
     return await state.chat.answer(body, checked, request_id)
 
 
@@ -94,8 +99,7 @@ async def _audio(
             )
         except ValidationError as exc:
             raise fields.api_error(exc) from None
-        if asked.stream:
-            raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+        _whole(asked.stream)
         job = await state.transcription.accept(asked.transcription())
         try:
             return await state.transcription.transcribe(job, request_id)
