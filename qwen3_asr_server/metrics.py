@@ -130,6 +130,18 @@ class Metrics:
             ["kind", "protocol"],
             registry=self.registry,
         )
+        # started at a pause inside an utterance; kept as its transcription; dropped (the turn
+        # went on, or the session changed): dropped / transcriptions is the share transcribed
+        # twice
+        self.realtime_speculations = Counter(
+            "qwen3_asr_realtime_speculations",
+            "Realtime utterances transcribed at a pause before their turn ended, by outcome: "
+            "started, kept (the turn ended there) or dropped (it went on; cancelled).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        for outcome in ("started", "kept", "dropped"):
+            self.realtime_speculations.labels(outcome=outcome)
         self.webhooks_sent = Counter(
             "qwen3_asr_webhooks_sent",
             "Batch webhook attempts, by outcome: delivered (a 2xx answer) or failed (retried).",

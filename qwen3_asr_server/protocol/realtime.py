@@ -50,8 +50,9 @@ from .fields import (
 DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
 SAMPLE_RATES = (RATE, DEFAULT_SAMPLE_RATE)
 LOGPROBS = "item.input_audio_transcription.logprobs"
-# semantic_vad is served by plain VAD: a quarter of the longest wait OpenAI documents for
-# each eagerness (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
+# How long semantic_vad waits for more speech after a pause, by eagerness, unless an
+# end-of-turn judge ends the turn there: a quarter of the longest wait OpenAI documents for
+# each (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
 SEMANTIC_SILENCE_MS = {"low": 2_000, "medium": 1_000, "auto": 1_000, "high": 500}
 DELAYS = ("minimal", "low", "medium", "high", "xhigh")
 G711 = ("audio/pcmu", "audio/pcma", "g711_ulaw", "g711_alaw")
@@ -67,6 +68,27 @@ class ServerVad:
     threshold: float = VAD_THRESHOLD
     prefix_padding_ms: int = VAD_PREFIX_PADDING_MS
     silence_duration_ms: int = VAD_SILENCE_MS
+
+
+@dataclass(frozen=True)
+class SemanticVad:
+    """semantic_vad: the same VAD at OpenAI's defaults, waiting after a pause as long as
+    `eagerness` says (SEMANTIC_SILENCE_MS), unless an end-of-turn judge ends the turn there
+    (`realtime.turns`). It takes no threshold or padding, as OpenAI's takes none."""
+
+    eagerness: str = "auto"
+
+    @property
+    def threshold(self) -> float:
+        return VAD_THRESHOLD
+
+    @property
+    def prefix_padding_ms(self) -> int:
+        return VAD_PREFIX_PADDING_MS
+
+    @property
+    def silence_duration_ms(self) -> int:
+        return SEMANTIC_SILENCE_MS[self.eagerness]
 
 
 @dataclass(frozen=True)
@@ -87,7 +109,7 @@ class SessionConfig:
     keywords: tuple[str, ...] = ()
     model: str | None = None
     delay: str | None = None
-    turn_detection: ServerVad | None = ServerVad()
+    turn_detection: ServerVad | SemanticVad | None = ServerVad()
     logprobs: bool = False
     beta: bool = False
 
@@ -342,16 +364,18 @@ def _transcription(config: SessionConfig, given: Transcription | None) -> Sessio
     return replace(config, **changes)
 
 
-def _turn_detection(config: SessionConfig, given: TurnDetection | None) -> ServerVad | None:
-    """Server VAD, or None for manual commits. semantic_vad becomes server VAD whose silence
-    duration comes from `eagerness` (SEMANTIC_SILENCE_MS): there is no turn-end model here."""
+def _turn_detection(
+    config: SessionConfig, given: TurnDetection | None
+) -> ServerVad | SemanticVad | None:
+    """Server VAD, semantic VAD, or None for manual commits. An update without a `type` keeps
+    the kind the session has, and every field it leaves out keeps its value."""
     if given is None:
         return None
-    vad = config.turn_detection or ServerVad()
-    if given.type == "semantic_vad":
-        silence = SEMANTIC_SILENCE_MS[given.eagerness or "auto"]
-        return replace(vad, silence_duration_ms=silence)
+    vad = config.turn_detection
+    semantic = vad if isinstance(vad, SemanticVad) else None
+    if (given.type or ("semantic_vad" if semantic else "server_vad")) == "semantic_vad":
+        return SemanticVad(given.eagerness or (semantic.eagerness if semantic else "auto"))
     changes = given.model_dump(
         include={"threshold", "prefix_padding_ms", "silence_duration_ms"}, exclude_none=True
     )
-    return replace(vad, **changes)
+    return replace(vad if isinstance(vad, ServerVad) else ServerVad(), **changes)

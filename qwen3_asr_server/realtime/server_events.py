@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ServerError
 from ..model import languages
 from ..model.languages import Language
-from ..protocol.realtime import LOGPROBS, SessionConfig
+from ..protocol.realtime import LOGPROBS, SemanticVad, SessionConfig
 from ..transcription.transcript import Segment
 
 _ID_ALPHABET = string.ascii_letters + string.digits
@@ -60,8 +60,10 @@ def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
     if config.delay is not None:
         transcription["delay"] = config.delay
     vad = config.turn_detection
-    turn_detection = None
-    if vad is not None:
+    turn_detection: dict[str, Any] | None = None
+    if isinstance(vad, SemanticVad):
+        turn_detection = {"type": "semantic_vad", "eagerness": vad.eagerness}
+    elif vad is not None:
         turn_detection = {
             "type": "server_vad",
             "threshold": vad.threshold,

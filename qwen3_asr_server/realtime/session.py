@@ -40,6 +40,7 @@ class Session:
             round(state.settings.segment_seconds * 1000),
             started=self._speech_started,
             ended=self._worker.enqueue,
+            speculator=self._worker,
         )
         self._turns.configure(self.config)
 

@@ -6,15 +6,26 @@ ends is committed (its events sent) and handed on: its samples to the transcript
 or, while it is spoken into vLLM's own endpoint, the rest of its audio to that relay. The
 buffer never holds more than one utterance (server VAD) or MAX_BUFFER_SECONDS (manual
 commits).
+
+At a pause of PAUSE_MS inside an utterance the worker starts transcribing it so far
+(`speculation`), unless it is relayed live; the utterance is handed on with that
+speculation when its turn ends where the pause began, and the speculation is dropped when
+speech resumes. With semantic_vad, an end-of-turn judge (`TurnJudge`), if the server has
+one, is asked at each such pause whether the speaker is done; if so the turn ends there,
+without waiting the rest of what `eagerness` allows.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from ..errors import EventError
-from ..protocol.realtime import ServerVad, SessionConfig
+from ..protocol.realtime import SemanticVad, ServerVad, SessionConfig
 from ..speech.audio import RATE, Audio, Resampler
 from ..speech.silero import SpeechModel
 from ..speech.vad import SpeechDetector, SpeechStarted, SpeechStopped
@@ -22,16 +33,37 @@ from . import server_events as events
 from .buffer import SAMPLE_BYTES, AudioBuffer
 from .live import Live
 from .server_events import Send
+from .speculation import PAUSE_MS, Speculation
 from .worker import Utterance
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
 TAIL_SECONDS = 0.15  # audio kept after the last speech window, as segmentation pads its spans
+TAIL = round(TAIL_SECONDS * RATE)  # within PAUSE_MS: a pause has heard its utterance's end
+COMPLETE = 0.5  # a judge's probability at or above which the turn is over
+
+
+class TurnJudge(Protocol):
+    """An end-of-turn model: the utterance's 16 kHz samples so far, up to a pause, in; the
+    probability that the speaker is done, out. Called in a thread."""
+
+    def __call__(self, samples: npt.NDArray[np.int16], /) -> float: ...
+
+
+class Speculator(Protocol):
+    """Who transcribes an utterance before its turn ends (`worker.Transcriber`)."""
+
+    def speculate(
+        self, item_id: str, spoken: Audio, start: int, end: int
+    ) -> Speculation | None: ...
+
+    def drop(self, speculation: Speculation) -> None: ...
 
 
 class Turns:
     """`started` is asked, when speech starts, for a live relay of it (None: there is none);
-    `ended` gets every utterance that is not relayed live."""
+    `ended` gets every utterance that is not relayed live. `speculator` transcribes at
+    pauses, `judge` ends semantic_vad turns at them (both optional)."""
 
     def __init__(
         self,
@@ -40,6 +72,8 @@ class Turns:
         max_speech_ms: int,
         started: Callable[[str, int], Live | None],
         ended: Callable[[Utterance], Awaitable[None]],
+        speculator: Speculator | None = None,
+        judge: TurnJudge | None = None,
     ) -> None:
         self.config = SessionConfig()
         self.quiet = asyncio.Event()  # no utterance is being spoken
@@ -57,6 +91,10 @@ class Turns:
         self._item_id: str | None = None  # the utterance being spoken (server VAD)
         self._previous_item_id: str | None = None
         self._live: Live | None = None  # the utterance being spoken into vLLM's endpoint
+        self._speculator = speculator
+        self._speculation: Speculation | None = None  # of the utterance being spoken
+        self._judge = judge
+        self._judged: int | None = None  # where the pause it was last asked about began
 
     def configure(self, config: SessionConfig) -> None:
         old, self.config = self.config, config
@@ -95,6 +133,7 @@ class Turns:
             await self._on_vad(change)
         if self._live is not None:
             self._live.send_until(self._buffer, self._buffer.heard)
+        await self._at_pause()
         self._buffer.trim(self._detector.keep_from)
 
     async def commit(self) -> None:
@@ -119,6 +158,7 @@ class Turns:
         if self._live is not None:
             self._live.end(cancelled=True)
             self._live = None
+        self._drop()
         heard = self._buffer.heard
         self._buffer.trim(heard)
         self._committed = heard
@@ -139,11 +179,48 @@ class Turns:
         await self._send(events.speech_stopped(item_id, _ms(end)))
         await self._end(item_id, end)
 
+    async def _at_pause(self) -> None:
+        """At a pause in the utterance: transcribe it so far (again, if speech went on since
+        the last one), and ask the judge, with semantic_vad, whether the turn is over."""
+        pause = self._detector.paused(PAUSE_MS)
+        end = None if pause is None else pause + TAIL  # where the turn would end
+        if self._speculation is not None and self._speculation.end != end:
+            self._drop()
+        if end is None or self._item_id is None or self._live is not None:
+            return
+        if self._speculation is None and self._speculator is not None:
+            spoken = Audio(self._buffer.samples(self._committed, end))
+            self._speculation = self._speculator.speculate(
+                self._item_id, spoken, self._committed, end
+            )
+        semantic = isinstance(self.config.turn_detection, SemanticVad)
+        if semantic and self._judge is not None and self._judged != end:
+            self._judged = end
+            samples = self._buffer.samples(self._committed, self._buffer.heard)
+            done = await asyncio.to_thread(self._judge, samples) >= COMPLETE
+            for change in self._detector.flush() if done and not self.closing else ():
+                await self._on_vad(change)  # ends at the pause, as the silence would have
+
+    def _drop(self) -> None:
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None and self._speculator is not None:
+            self._speculator.drop(speculation)
+
+    def _kept(self, end: int) -> Speculation | None:
+        """The speculation, if its audio is the utterance's, `_committed` to `end`."""
+        speculation = self._speculation
+        if speculation is None or (speculation.start, speculation.end) != (self._committed, end):
+            self._drop()
+            return None
+        self._speculation = None
+        return speculation
+
     async def _end(self, item_id: str, end: int) -> None:
         """The utterance that began at `_committed` ends at `end`: commit it, hand it on."""
         live, self._live = self._live, None
         try:
             samples = self._buffer.samples(self._committed, end) if live is None else None
+            speculation = self._kept(end) if live is None else None
             if live is not None:
                 live.send_until(self._buffer, end)
                 live.end()
@@ -154,7 +231,7 @@ class Turns:
                 await self._send(event)
             self._previous_item_id = item_id
             if samples is not None:
-                await self._ended(Utterance(item_id, Audio(samples)))
+                await self._ended(Utterance(item_id, Audio(samples), speculation))
         finally:
             self.quiet.set()  # handed on: `settled` now waits on the transcription
 

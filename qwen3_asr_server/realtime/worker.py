@@ -29,6 +29,7 @@ from ..transcription.utterance import transcribing, utterance
 from . import server_events as events
 from .history import History
 from .server_events import ClientGone, Send
+from .speculation import Basis, Speculation
 
 MAX_QUEUED = 8  # utterances waiting for the worker
 
@@ -37,6 +38,7 @@ MAX_QUEUED = 8  # utterances waiting for the worker
 class Utterance:
     item_id: str
     audio: Audio
+    speculation: Speculation | None = None  # its transcription, started at the pause it ended
 
 
 class Transcriber:
@@ -52,15 +54,39 @@ class Transcriber:
         self._queue: asyncio.Queue[Utterance] = asyncio.Queue(MAX_QUEUED)
         self._task: asyncio.Task[None] | None = None
         self._voices = Voices()  # the speakers heard, when the session labels them
+        self._speculating: set[asyncio.Task[str | None]] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
 
     async def close(self) -> None:
-        """Stop: the utterance being transcribed is cancelled with its upstream requests."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
+        """Stop: the utterance being transcribed is cancelled with its upstream requests, and
+        so is a speculation."""
+        tasks = [task for task in (self._task, *self._speculating) if task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    def speculate(self, item_id: str, spoken: Audio, start: int, end: int) -> Speculation | None:
+        """Start transcribing an utterance not yet committed (see `speculation`); None when
+        the worker is busy, so that the context may still change, or the session diarizes."""
+        config = self._config()
+        if self.unfinished or config.diarize:
+            return None
+        basis = Basis(config, self.history.context(config))
+        speculation = Speculation(item_id, start, end, basis, self._send)
+        task = asyncio.create_task(self._speculation(speculation, spoken))
+        speculation.task = task
+        self._speculating.add(task)
+        task.add_done_callback(self._speculating.discard)
+        self.state.metrics.realtime_speculations.labels(outcome="started").inc()
+        return speculation
+
+    def drop(self, speculation: Speculation) -> None:
+        """The turn did not end where the speculation cut it: cancel it."""
+        speculation.drop()
+        self.state.metrics.realtime_speculations.labels(outcome="dropped").inc()
 
     async def join(self) -> None:
         """Until every utterance queued so far is transcribed."""
@@ -113,27 +139,66 @@ class Transcriber:
                     self.unfinished -= 1
 
     async def _transcribe(self, spoken: Utterance) -> None:
-        """The utterance's deltas, then its completed transcript (or a failed event)."""
+        """The utterance's deltas, then its completed transcript (or a failed event): its
+        speculation's, if that made the request this would make now."""
         config = self._config()
+        basis = Basis(config, self.history.context(config))
+        speculation = spoken.speculation
+        if speculation is not None and speculation.basis == basis:
+            self.state.metrics.realtime_speculations.labels(outcome="kept").inc()
+            text = await speculation.keep()
+        else:
+            if speculation is not None:
+                self.drop(speculation)
+            text = await self._transcription(spoken.item_id, spoken.audio, basis, self._send)
+        if text is not None:
+            self.history.remember(text)
+
+    async def _speculation(self, speculation: Speculation, spoken: Audio) -> str | None:
+        item_id, basis = speculation.item_id, speculation.basis
+        return await self._transcription(item_id, spoken, basis, speculation.send, speculation.kept)
+
+    async def _transcription(
+        self,
+        item_id: str,
+        spoken: Audio,
+        basis: Basis,
+        send: Send,
+        kept: asyncio.Event | None = None,
+    ) -> str | None:
+        """Transcribe, the events to `send`; the transcript, or None if it failed. With
+        `kept`, the transcript is finished (sent, and counted) only once that is set."""
+        config = basis.config
         request = utterance(
-            spoken.audio,
+            spoken,
             language=config.forced,
-            context=self.history.context(config),
+            context=basis.context,
             logprobs=config.logprobs,
             candidates=config.candidates,
         )
-        service, item_id, cuts = self.state.transcription, spoken.item_id, self._cuts(config)
+        service, cuts = self.state.transcription, self._cuts(config)
         try:
             async with transcribing(service, request, "realtime", self.request_id, cuts) as stream:
-                logprobs = await self._deltas(item_id, stream, config)
-                kept = logprobs if config.logprobs else None
+                logprobs = await self._deltas(item_id, stream, config, send)
+                if kept is not None:
+                    await kept.wait()
                 text = stream.text or ""
-                await self.completed(item_id, text, stream.tokens, kept, stream.spoken)
+                await send(
+                    events.transcription_completed(
+                        item_id,
+                        text,
+                        stream.tokens.body(),
+                        logprobs=logprobs if config.logprobs else None,
+                        spoken=stream.spoken,
+                    )
+                )
+                return text
         except APIError as exc:
-            await self._send(events.transcription_failed(item_id, exc))
+            await send(events.transcription_failed(item_id, exc))
+            return None
 
     async def _deltas(
-        self, item_id: str, stream: TranscriptStream, config: SessionConfig
+        self, item_id: str, stream: TranscriptStream, config: SessionConfig, send: Send
     ) -> list[dict[str, Any]]:
         """Send the stream's text as it comes (and a diarizing session's segments as each
         piece ends); the logprobs of the whole text."""
@@ -142,11 +207,11 @@ class Transcriber:
         async for text, entries in stream.pieces():
             if text is None:
                 for segment in stream.segments[said:] if config.diarize else ():
-                    await self._send(events.transcription_segment(item_id, said, segment))
+                    await send(events.transcription_segment(item_id, said, segment))
                     said += 1
                 continue
             logprobs += entries
             if text:
                 kept = entries if config.logprobs else None
-                await self._send(events.transcription_delta(item_id, text, logprobs=kept))
+                await send(events.transcription_delta(item_id, text, logprobs=kept))
         return logprobs

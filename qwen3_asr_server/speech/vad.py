@@ -108,6 +108,14 @@ class SpeechDetector:
         """The start of the speech in progress, or None between utterances."""
         return self._current
 
+    def paused(self, ms: int) -> int | None:
+        """Where the speech in progress last ended, while at least `ms` of quiet have followed
+        it (a pause the turn may end at); None while speaking on, or between utterances."""
+        needed = max(1, round(ms * RATE / 1000 / self._frame))
+        if self._current is None or self._quiet < needed:
+            return None
+        return self._last_loud_end
+
     @property
     def keep_from(self) -> int:
         """Earliest sample any later event can point to: a caller may drop audio before it."""

@@ -10,8 +10,13 @@ from openai.types.beta.realtime import (
     TranscriptionSessionUpdate,
 )
 from openai.types.realtime import (
+    RealtimeTranscriptionSessionAudioInputTurnDetection,
     SessionUpdateEvent,
 )
+from openai.types.realtime.realtime_transcription_session_audio_input_turn_detection import (
+    SemanticVad as SemanticVadType,
+)
+from pydantic import TypeAdapter
 
 from qwen3_asr_server.errors import APIError, EventError
 from qwen3_asr_server.model import languages
@@ -19,6 +24,7 @@ from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.realtime import (
     SEMANTIC_SILENCE_MS,
+    SemanticVad,
     ServerVad,
     SessionConfig,
     appended_audio,
@@ -29,6 +35,7 @@ from qwen3_asr_server.protocol.realtime import (
 from qwen3_asr_server.realtime import server_events as events
 
 GA = SessionConfig()
+TranscriptionSessionTurnDetection = TypeAdapter(RealtimeTranscriptionSessionAudioInputTurnDetection)
 BETA = SessionConfig(beta=True)
 
 
@@ -158,15 +165,34 @@ def test_language_by_code_or_name(value: str, code: str) -> None:
 
 
 @pytest.mark.parametrize("eagerness", ["low", "medium", "high", "auto", None])
-def test_semantic_vad_becomes_server_vad(eagerness: str | None) -> None:
+def test_semantic_vad_is_kept_and_echoed_with_its_eagerness(eagerness: str | None) -> None:
     turn_detection: dict[str, Any] = {"type": "semantic_vad"}
     if eagerness:
         turn_detection["eagerness"] = eagerness
     config = apply_update(GA, ga_update(turn_detection=turn_detection))
-    silence = SEMANTIC_SILENCE_MS[eagerness or "auto"]
-    assert config.turn_detection == ServerVad(0.5, 300, silence)
+    assert config.turn_detection == SemanticVad(eagerness or "auto")
+    assert config.turn_detection.silence_duration_ms == SEMANTIC_SILENCE_MS[eagerness or "auto"]
     echoed = events.session_object(config, "s")["audio"]["input"]["turn_detection"]
-    assert (echoed["type"], echoed["silence_duration_ms"]) == ("server_vad", silence)
+    assert echoed == {"type": "semantic_vad", "eagerness": eagerness or "auto"}
+    typed = TranscriptionSessionTurnDetection.validate_python(echoed, strict=True)
+    assert isinstance(typed, SemanticVadType)  # OpenAI's own type for it
+    beta = apply_update(
+        BETA,
+        {"type": "transcription_session.update", "session": {"turn_detection": turn_detection}},
+    )
+    assert events.session_object(beta, "s")["turn_detection"] == echoed
+
+
+def test_semantic_vad_keeps_its_eagerness_across_updates() -> None:
+    low = {"type": "semantic_vad", "eagerness": "low"}
+    semantic = apply_update(GA, ga_update(turn_detection=low))
+    # an update that leaves eagerness out keeps the session's
+    again = apply_update(semantic, ga_update(turn_detection={"type": "semantic_vad"}))
+    assert again.turn_detection == SemanticVad("low")
+    # back to server VAD: its own defaults, and what the update sets
+    server_vad = {"type": "server_vad", "threshold": 0.7}
+    server = apply_update(again, ga_update(turn_detection=server_vad))
+    assert server.turn_detection == ServerVad(threshold=0.7)
 
 
 def test_semantic_vad_eagerness_orders_the_silence() -> None:
