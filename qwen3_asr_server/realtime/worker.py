@@ -5,7 +5,9 @@ Each goes through the transcription core's one entry for a live door's utterance
 them, then the completed transcript, counted and logged as every transcription is. The text
 of the utterances before is the context of the next, after the session's own prompt
 (`history`), so names and spellings carry over. At most MAX_QUEUED wait: more means the
-backend cannot keep up, and the utterance is answered with a failed event instead.
+backend cannot keep up, and the utterance is answered with a failed event instead. An
+utterance may come with its transcription already under way, started at the pause its turn
+ended at (`speculation`): it is kept if it made the request this worker would make now.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ class Transcriber:
                 "was dropped.",
                 code="rate_limit_exceeded",
             )
+            if utterance.speculation is not None:
+                self.drop(utterance.speculation)
             await self._send(events.transcription_failed(utterance.item_id, busy))
 
     async def completed(
