@@ -41,7 +41,9 @@ def refusal(secrets: ClientSecrets, token: str, now: float = NOW) -> APIError:
 
 def test_a_secret_carries_its_session_and_expiry_to_any_server_with_the_key() -> None:
     token = ClientSecrets(KEY).mint(Grant(NOW + 600, SESSION))
-    assert TOKEN.fullmatch(token) and is_ephemeral(token) and len(token) < 300
+    assert TOKEN.fullmatch(token)
+    assert is_ephemeral(token)
+    assert len(token) < 300
     another_worker = ClientSecrets(SecretStr("sk-server-one"))
     assert another_worker.open(token, NOW + 599) == Grant(NOW + 600, SESSION)
     assert "sk-server-one" not in pybase64.urlsafe_b64decode(token[3:] + "==").decode("latin-1")
@@ -127,4 +129,5 @@ def test_no_ephemeral_key_reaches_a_log_line() -> None:
         "openai-insecure-api-key.ek_***, realtime"
     )
     assert redact("seek_a_way_through_the_woods") == "seek_a_way_through_the_woods"
-    assert is_ephemeral("sk-server-one") is False and is_ephemeral(None) is False
+    assert is_ephemeral("sk-server-one") is False
+    assert is_ephemeral(None) is False
