@@ -20,7 +20,9 @@ whole signal: it estimates the noise from all of it), `rnnoise` (pyrnnoise's bui
 RNNoise, its C library called directly through ctypes: the package's own module imports
 audiolab; 48 kHz frames, resampled here with scipy), `webrtc` (webrtc-noise-gain, WebRTC's
 noise suppressor at level 3 of 4, no gain), `speex` (pyspeex-noise, -30 dB, no gain). No ASR
-weights are here, so what the model would make of the result is not measured.
+weights are here, so what the model would make of the result is not measured. The test
+extra installs webrtc-noise-gain and pyspeex-noise; `pip install noisereduce pyrnnoise` for
+the other two.
 
     .cache/test-venv/bin/python scripts/noise_reduction.py --turns 10 --snr 10,5,0
     .cache/test-venv/bin/python scripts/noise_reduction.py --turns 3 --snr 10 --noise pink
