@@ -41,7 +41,7 @@ from .middleware.request_id import RequestIdMiddleware
 from .model import alignment, prompt
 from .model.catalog import Catalog
 from .protocol.fields import Policy
-from .routes import audio, batches, chat, files, health, models, realtime
+from .routes import audio, batches, chat, client_secrets, files, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
@@ -236,7 +236,7 @@ def create_app(
     app.router.routes.extend(audio.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
-    for module in (chat, models, health, realtime, files, batches):
+    for module in (chat, models, health, realtime, client_secrets, files, batches):
         app.router.routes.extend(module.router.routes)
     _wrap(app, state)
     return app

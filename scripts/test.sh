@@ -77,7 +77,8 @@ server_venv() {
         python3 -m venv "$venv"
     fi
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet -e '.[test]'
+    # [turn] beside [test]: the floors' environment cannot hold pipecat-ai (see pyproject.toml)
+    "$venv/bin/python" -m pip install --quiet -e '.[test,turn]'
     # the floors' environment is made from the same declarations, with the test venv's help
     bash scripts/dependency-floors.sh --install-only
 }

@@ -9,17 +9,23 @@ router, whose 404 or 405 says nothing a caller without the key could use.
 
 The route is only looked for when the key is missing or wrong: a request that carries the
 right key, or a server without one, pays for one header lookup.
+
+An ephemeral key (`ek_...`, minted at `POST /v1/realtime/client_secrets`, see
+`realtime.secrets`) stands for the key on the routes of `EPHEMERAL` only, while it is valid:
+a browser or a phone holds one to open a Realtime session, and can do nothing else with it.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 
 from pydantic import SecretStr
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError, send_error
+from ..realtime.secrets import ClientSecrets, is_ephemeral
 
 # The routes anyone may call: probes and scrapes (they hold no one's data), the playground's
 # page, files and language list (the page asks for the key before it calls the API), and the
@@ -36,11 +42,13 @@ OPEN = frozenset(
         "/openapi.json",
     }
 )
+# The routes an ephemeral key opens: a Realtime session, over a WebSocket or a WebRTC call.
+EPHEMERAL = frozenset({"/v1/realtime", "/v1/realtime/calls"})
 KEY_PROTOCOL = "openai-insecure-api-key."  # how browsers, which cannot set headers, send it
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def _token(scope: Scope) -> str | None:
+def bearer(scope: Scope) -> str | None:
     """The bearer token of the request, or of a WebSocket's offered subprotocols."""
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -88,16 +96,37 @@ class Authentication:
         self.app = app
         self.key = key
         self.routes = routes  # the app's own list: routes added to it later are closed too
+        self.secrets = ClientSecrets(key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.key is None or scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        error = refusal(self.key, _token(scope))
+        token = bearer(scope)
+        error = refusal(self.key, token)
         if error is not None:
             route = _route(self.routes, scope)
-            if route is not None and getattr(route, "path", None) not in OPEN:
+            path = getattr(route, "path", None)
+            if is_ephemeral(token) and path not in OPEN:
+                error = self._ephemeral(token, path)
+            if error is not None and route is not None and path not in OPEN:
                 scope["route"] = route  # so the metrics and the log name it
                 await send_error(error, scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    def _ephemeral(self, token: str, path: str | None) -> APIError | None:
+        """None when an ephemeral key opens `path`; else the 401 that says why not."""
+        if path not in EPHEMERAL:
+            return APIError(
+                401,
+                "An ephemeral key (ek_...) opens Realtime sessions only; this route takes the "
+                "API key.",
+                code="invalid_api_key",
+                headers=_CHALLENGE,
+            )
+        try:
+            self.secrets.open(token, time.time())
+        except APIError as refused:  # expired, or not minted here
+            return refused
+        return None

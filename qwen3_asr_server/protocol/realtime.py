@@ -8,13 +8,14 @@ both configure one `SessionConfig`, and `beta` records which dialect the client 
 
 Update semantics follow OpenAI's: a field left out of an update keeps its value, at every
 level (OpenAI documents this for `noise_reduction.strength`); an explicit `null`
-`turn_detection` turns VAD off; `null` elsewhere is the same as leaving the field out, except
-`transcription`, which can't be turned off here and so goes back to its defaults, and its
-fields, which go back to theirs. Fields this server has no use for (`noise_reduction`,
-`create_response`, `idle_timeout_ms`, ...) are ignored, so that clients written for newer API
-versions still connect; `transcription.delay` is checked and echoed but changes nothing
-(Qwen3-ASR has no such knob). Beta field names inside a GA `session.update` are refused
-instead: ignoring them would drop the client's language and VAD settings without a word.
+`turn_detection` turns VAD off, and an explicit `null` `idle_timeout_ms` its idle timeout;
+`null` elsewhere is the same as leaving the field out, except `transcription`, which can't be
+turned off here and so goes back to its defaults, and its fields, which go back to theirs.
+Fields this server has no use for (`noise_reduction`, `create_response`, ...) are ignored, so
+that clients written for newer API versions still connect; `transcription.delay` is checked
+and echoed but changes nothing (Qwen3-ASR has no such knob). Beta field names inside a GA
+`session.update` are refused instead: ignoring them would drop the client's language and VAD
+settings without a word.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..speech.audio import RATE
 from ..speech.segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
 from . import fields
 from .fields import (
+    Between,
     Checked,
     Keywords,
     LanguageName,
@@ -47,15 +49,20 @@ from .fields import (
     problem,
 )
 
-DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only rate; 16 kHz is this server's extension
+DEFAULT_SAMPLE_RATE = 24_000  # OpenAI's only PCM rate; 16 kHz is this server's extension
 SAMPLE_RATES = (RATE, DEFAULT_SAMPLE_RATE)
+G711_RATE = 8_000  # telephone audio, one byte a sample
+PCM16 = "pcm16"
+G711 = ("g711_ulaw", "g711_alaw")
+# Input encodings, by the GA format's type; beta's input_audio_format names them themselves
+ENCODINGS = {"audio/pcm": PCM16, "audio/pcmu": G711[0], "audio/pcma": G711[1]}
+IDLE_TIMEOUT_MS = (5_000, 30_000)  # OpenAI's bounds for server_vad's idle_timeout_ms
 LOGPROBS = "item.input_audio_transcription.logprobs"
 # How long semantic_vad waits for more speech after a pause, by eagerness, unless an
 # end-of-turn judge ends the turn there: a quarter of the longest wait OpenAI documents for
 # each (8 s / 4 s / 2 s), so that "high" is server VAD's 500 ms default.
 SEMANTIC_SILENCE_MS = {"low": 2_000, "medium": 1_000, "auto": 1_000, "high": 500}
 DELAYS = ("minimal", "low", "medium", "high", "xhigh")
-G711 = ("audio/pcmu", "audio/pcma", "g711_ulaw", "g711_alaw")
 _BETA_KEYS = ("input_audio_format", "input_audio_transcription", "turn_detection")
 # Realtime speaks OpenAI's Realtime codes: every value it cannot take is invalid_value
 _CODES = {"unsupported_language": "invalid_value"}
@@ -68,6 +75,7 @@ class ServerVad:
     threshold: float = VAD_THRESHOLD
     prefix_padding_ms: int = VAD_PREFIX_PADDING_MS
     silence_duration_ms: int = VAD_SILENCE_MS
+    idle_timeout_ms: int | None = None  # no speech for this long commits the silence
 
 
 @dataclass(frozen=True)
@@ -90,12 +98,18 @@ class SemanticVad:
     def silence_duration_ms(self) -> int:
         return SEMANTIC_SILENCE_MS[self.eagerness]
 
+    @property
+    def idle_timeout_ms(self) -> None:
+        """OpenAI's idle timeout is server_vad's alone."""
+        return None
+
 
 @dataclass(frozen=True)
 class SessionConfig:
     """The effective configuration of one transcription session.
 
-    Input audio is always 16-bit little-endian mono PCM, at `sample_rate`. `turn_detection`
+    Input audio is `encoding` (16-bit little-endian mono PCM, or G.711 at 8 kHz), at
+    `sample_rate`. `turn_detection`
     None means the client commits the buffer itself. `model` is checked against the
     catalogue (`check`) and echoed back; `language` and `languages` are kept as the client
     gave them (the session echoes them) and `forced` / `candidates` say what they mean
@@ -103,6 +117,7 @@ class SessionConfig:
     """
 
     sample_rate: int = DEFAULT_SAMPLE_RATE
+    encoding: str = PCM16
     language: Language | None = None
     languages: tuple[Language, ...] = ()
     prompt: str = ""
@@ -128,6 +143,10 @@ class SessionConfig:
         return self.model == DIARIZE
 
     @property
+    def sample_bytes(self) -> int:
+        return 1 if self.encoding in G711 else 2
+
+    @property
     def transcription_path(self) -> str:
         """Where `transcription` lives in this dialect's session object."""
         if self.beta:
@@ -135,38 +154,20 @@ class SessionConfig:
         return "session.audio.input.transcription"
 
 
-@dataclass(frozen=True)
-class _Pcm(Checked):
-    """The one audio type taken, 16-bit PCM, as the dialect spells it."""
-
-    pcm: str
-
-    def check(self, value: Any, info: ValidationInfo) -> str:
-        if value in G711:
-            raise problem(
-                "invalid_value",
-                f"G.711 audio ({value}) is not supported: send 16-bit little-endian mono PCM "
-                f"({self.pcm!r}).",
-            )
-        return OneOf((self.pcm,)).check(value, info)
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "enum": [self.pcm]}
-
-
 class _Rate(Checked):
     def check(self, value: Any, info: ValidationInfo) -> int:
         rate = int(fields.read_number(value, info, whole=True))
-        if rate not in SAMPLE_RATES:
+        if rate not in (*SAMPLE_RATES, G711_RATE):
             raise problem(
                 "invalid_value",
-                "Invalid value for '{param}': {rate}. Supported sample rates: 24000, 16000.",
+                "Invalid value for '{param}': {rate}. Supported sample rates: 24000, 16000 "
+                "(audio/pcm), 8000 (audio/pcmu, audio/pcma).",
                 rate=rate,
             )
         return rate
 
     def json_schema(self) -> dict[str, Any]:
-        return {"type": "integer", "enum": list(SAMPLE_RATES)}
+        return {"type": "integer", "enum": [*SAMPLE_RATES, G711_RATE]}
 
 
 class _Model(BaseModel):
@@ -188,10 +189,11 @@ class TurnDetection(_Model):
     threshold: Threshold | None = None
     prefix_padding_ms: PrefixPaddingMs | None = None
     silence_duration_ms: SilenceDurationMs | None = None
+    idle_timeout_ms: Annotated[int, Between(*IDLE_TIMEOUT_MS, whole=True)] | None = None
 
 
 class AudioFormat(_Model):
-    type: Annotated[str, _Pcm("audio/pcm")] = "audio/pcm"
+    type: Annotated[str, OneOf(tuple(ENCODINGS))] = "audio/pcm"
     rate: Annotated[int, _Rate()] | None = None
 
 
@@ -213,7 +215,7 @@ class GaSession(_Model):
 
 class BetaSession(_Model):
     include: tuple[Annotated[str, OneOf((LOGPROBS,))], ...] | None = None
-    input_audio_format: Annotated[str, _Pcm("pcm16")] | None = None
+    input_audio_format: Annotated[str, OneOf((PCM16, *G711))] | None = None
     input_audio_transcription: Transcription | None = None
     turn_detection: TurnDetection | None = None
 
@@ -312,15 +314,35 @@ def _ga(config: SessionConfig, session: GaSession) -> SessionConfig:
     if audio_input is None:
         return updated
     if audio_input.format is not None:
-        updated = replace(updated, sample_rate=audio_input.format.rate or updated.sample_rate)
+        updated = _format(updated, audio_input.format)
     return _input(updated, audio_input, "transcription", "turn_detection")
 
 
 def _beta(config: SessionConfig, session: BetaSession) -> SessionConfig:
     updated = _included(replace(config, beta=True), session.include)
-    if session.input_audio_format is not None:  # beta's pcm16 is 24 kHz by definition
-        updated = replace(updated, sample_rate=DEFAULT_SAMPLE_RATE)
+    encoding = session.input_audio_format
+    if encoding is not None:  # beta's pcm16 is 24 kHz by definition
+        rate = DEFAULT_SAMPLE_RATE if encoding == PCM16 else G711_RATE
+        updated = replace(updated, encoding=encoding, sample_rate=rate)
     return _input(updated, session, "input_audio_transcription", "turn_detection")
+
+
+def _format(config: SessionConfig, given: AudioFormat) -> SessionConfig:
+    """PCM at 24 or 16 kHz (a format without a rate keeps the PCM rate in use), or G.711 at
+    8 kHz: a rate the format does not come at is refused, naming the rate."""
+    encoding = ENCODINGS[given.type]
+    allowed = (G711_RATE,) if encoding in G711 else SAMPLE_RATES
+    if given.rate is not None and given.rate not in allowed:
+        param = "session.audio.input.format.rate"
+        rates = ", ".join(str(rate) for rate in reversed(allowed))
+        raise EventError(
+            f"Invalid value for '{param}': {given.rate}. {given.type} comes at {rates} Hz.",
+            "invalid_value",
+            param,
+        )
+    kept = config.sample_rate if config.encoding == PCM16 else DEFAULT_SAMPLE_RATE
+    rate = given.rate or (G711_RATE if encoding in G711 else kept)
+    return replace(config, encoding=encoding, sample_rate=rate)
 
 
 def _included(config: SessionConfig, include: tuple[str, ...] | None) -> SessionConfig:
@@ -378,4 +400,6 @@ def _turn_detection(
     changes = given.model_dump(
         include={"threshold", "prefix_padding_ms", "silence_duration_ms"}, exclude_none=True
     )
+    if "idle_timeout_ms" in given.model_fields_set:  # null turns it off
+        changes["idle_timeout_ms"] = given.idle_timeout_ms
     return replace(vad if isinstance(vad, ServerVad) else ServerVad(), **changes)

@@ -15,6 +15,7 @@ import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..errors import EventError
+from ..protocol.realtime import SessionConfig
 from ..state import AppState
 from . import server_events as events
 from .client_events import parse_client_event
@@ -29,12 +30,14 @@ RESTART_REASON = "The server is restarting: reconnect."
 
 
 class Connection:
-    def __init__(self, state: AppState, websocket: WebSocket, beta: bool) -> None:
+    def __init__(
+        self, state: AppState, websocket: WebSocket, beta: bool, config: SessionConfig | None = None
+    ) -> None:
         self.state = state
         self.websocket = websocket
         self._lock = asyncio.Lock()  # the session's parts and the frame loop both send
         request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
-        self.session = Session(state, self.send, request_id, beta)
+        self.session = Session(state, self.send, request_id, beta, config)
 
     async def send(self, event: Event) -> None:
         async with self._lock:

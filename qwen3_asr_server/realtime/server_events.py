@@ -15,11 +15,12 @@ from typing import Any
 from ..errors import ServerError
 from ..model import languages
 from ..model.languages import Language
-from ..protocol.realtime import LOGPROBS, SemanticVad, SessionConfig
+from ..protocol.realtime import ENCODINGS, LOGPROBS, PCM16, SemanticVad, SessionConfig
 from ..transcription.transcript import Segment
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _SESSION_OBJECT = "realtime.transcription_session"
+_FORMAT_TYPES = {encoding: kind for kind, encoding in ENCODINGS.items()}  # GA's, by encoding
 
 Event = dict[str, Any]
 LogProbs = Sequence[Mapping[str, Any]]  # [{"token", "bytes", "logprob"}, ...]
@@ -45,7 +46,8 @@ def _event(type: str, **fields: Any) -> Event:
 def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
     """The effective configuration as OpenAI echoes it: GA or beta shape, as the client speaks.
 
-    The beta shape has no sample rate: `pcm16` there means 24 kHz.
+    The beta shape has no sample rate: `pcm16` there means 24 kHz. Nor has GA's G.711 format
+    (`audio/pcmu`, `audio/pcma`): it is 8 kHz by definition.
     """
     language = config.language.code if config.language else None
     transcription: dict[str, Any] = {
@@ -69,20 +71,24 @@ def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
             "threshold": vad.threshold,
             "prefix_padding_ms": vad.prefix_padding_ms,
             "silence_duration_ms": vad.silence_duration_ms,
+            "idle_timeout_ms": vad.idle_timeout_ms,
         }
     include = [LOGPROBS] if config.logprobs else None
     if config.beta:
         return {
             "id": session_id,
             "object": _SESSION_OBJECT,
-            "input_audio_format": "pcm16",
+            "input_audio_format": config.encoding,
             "input_audio_transcription": transcription,
             "turn_detection": turn_detection,
             "input_audio_noise_reduction": None,
             "include": include,
         }
+    audio_format: dict[str, Any] = {"type": _FORMAT_TYPES[config.encoding]}
+    if config.encoding == PCM16:
+        audio_format["rate"] = config.sample_rate
     audio_input = {
-        "format": {"type": "audio/pcm", "rate": config.sample_rate},
+        "format": audio_format,
         "transcription": transcription,
         "turn_detection": turn_detection,
         "noise_reduction": None,
@@ -122,6 +128,16 @@ def speech_stopped(item_id: str, audio_end_ms: int) -> Event:
 def buffer_committed(item_id: str, previous_item_id: str | None) -> Event:
     return _event(
         "input_audio_buffer.committed", item_id=item_id, previous_item_id=previous_item_id
+    )
+
+
+def timeout_triggered(item_id: str, audio_start_ms: int, audio_end_ms: int) -> Event:
+    """Server VAD heard no speech for `idle_timeout_ms`: that silence becomes item `item_id`."""
+    return _event(
+        "input_audio_buffer.timeout_triggered",
+        item_id=item_id,
+        audio_start_ms=audio_start_ms,
+        audio_end_ms=audio_end_ms,
     )
 
 

@@ -9,6 +9,7 @@ into vLLM's own realtime endpoint while they are spoken (`live`, with `--vllm-re
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from ..errors import EventError
@@ -26,10 +27,17 @@ from .worker import Transcriber
 class Session:
     """A session's parts, wired; the route feeds it events and closes it."""
 
-    def __init__(self, state: AppState, send: Send, request_id: str, beta: bool) -> None:
+    def __init__(
+        self,
+        state: AppState,
+        send: Send,
+        request_id: str,
+        beta: bool,
+        config: SessionConfig | None = None,  # what an ephemeral key was minted for
+    ) -> None:
         self.state = state
         self.request_id = request_id
-        self.config = SessionConfig(beta=beta)
+        self.config = replace(config or SessionConfig(), beta=beta)
         self.id = events.new_id("sess")
         self._send = send
         self._worker = Transcriber(state, send, request_id, lambda: self.config)

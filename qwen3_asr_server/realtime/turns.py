@@ -1,11 +1,11 @@
 """A Realtime session's input audio buffer and its turns.
 
-Appended audio is resampled to 16 kHz and kept in the buffer. With server VAD on, the
-detector cuts it into utterances; with it off, the client's commit does. An utterance that
-ends is committed (its events sent) and handed on: its samples to the transcription worker,
-or, while it is spoken into vLLM's own endpoint, the rest of its audio to that relay. The
-buffer never holds more than one utterance (server VAD) or MAX_BUFFER_SECONDS (manual
-commits).
+Appended audio (PCM, or G.711 expanded) is resampled to 16 kHz and kept in the buffer. With
+server VAD on, the detector cuts it into utterances (and an idle timeout commits a silence
+that lasts that long); with it off, the client's commit does. An utterance that ends is
+committed (its events sent) and handed on: its samples to the transcription worker, or,
+while it is spoken into vLLM's own endpoint, the rest of its audio to that relay. The buffer
+never holds more than one utterance (server VAD) or MAX_BUFFER_SECONDS (manual commits).
 
 At a pause of PAUSE_MS inside an utterance the worker starts transcribing it so far
 (`speculation`), unless it is relayed live; the utterance is handed on with that
@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import EventError
-from ..protocol.realtime import SemanticVad, ServerVad, SessionConfig
+from ..protocol.realtime import G711, SemanticVad, ServerVad, SessionConfig
+from ..speech import g711
 from ..speech.audio import RATE, Audio, Resampler
 from ..speech.silero import SpeechModel
 from ..speech.vad import SpeechDetector, SpeechStarted, SpeechStopped
@@ -84,7 +85,7 @@ class Turns:
         self._max_speech_ms = max_speech_ms
         self._started = started
         self._ended = ended
-        self._resampler = Resampler(self.config.sample_rate)
+        self._decode = _decoder(self.config)
         self._buffer = AudioBuffer()
         self._detector = self._new_detector()
         self._committed = 0  # stream position up to which audio was committed
@@ -98,19 +99,20 @@ class Turns:
 
     def configure(self, config: SessionConfig) -> None:
         old, self.config = self.config, config
-        if config.sample_rate != old.sample_rate:
-            self._resampler = Resampler(config.sample_rate)
+        if (config.encoding, config.sample_rate) != (old.encoding, old.sample_rate):
+            self._decode = _decoder(config)
         if config.turn_detection != old.turn_detection:
             self.clear()  # the detector's state belongs to the old settings
 
-    async def append(self, pcm: bytes) -> None:
-        if len(pcm) % SAMPLE_BYTES:
+    async def append(self, data: bytes) -> None:
+        width = self.config.sample_bytes  # G.711 has one byte a sample: any count is whole
+        if len(data) % width:
             raise EventError(
                 "'audio' must hold whole 16-bit samples (an even number of bytes).",
                 "invalid_value",
                 "audio",
             )
-        incoming = len(pcm) * RATE // self.config.sample_rate
+        incoming = len(data) // width * RATE // self.config.sample_rate * SAMPLE_BYTES
         if self.config.turn_detection is None and (
             self._buffer.held_bytes + incoming > MAX_BUFFER_SECONDS * RATE * SAMPLE_BYTES
         ):
@@ -122,7 +124,7 @@ class Turns:
             )
         if self.closing:
             return
-        samples = self._resampler(pcm)
+        samples = self._decode(data)
         self._buffer.append(samples)
         if self.config.turn_detection is None:
             return
@@ -131,6 +133,7 @@ class Turns:
             return
         for change in changes:
             await self._on_vad(change)
+        await self._idle()
         if self._live is not None:
             self._live.send_until(self._buffer, self._buffer.heard)
         await self._at_pause()
@@ -178,6 +181,23 @@ class Turns:
         item_id, self._item_id = self._item_id or events.new_id("item"), None
         await self._send(events.speech_stopped(item_id, _ms(end)))
         await self._end(item_id, end)
+
+    async def _idle(self) -> None:
+        """server_vad's `idle_timeout_ms`: no speech heard for that long since the last turn
+        ended (or the session began, or the buffer was committed or cleared) commits that
+        silence as an item, counted in audio received, as OpenAI does. The buffer holds only
+        its last `prefix_padding_ms` (the rest is no utterance's); that goes to the worker as
+        any utterance does, and audio under the noise floor never reaches the model."""
+        vad, heard = self.config.turn_detection, self._buffer.heard
+        timeout = None if vad is None else vad.idle_timeout_ms
+        if timeout is None or self._item_id is not None:
+            return
+        if heard - self._committed < timeout * RATE // 1000:
+            return
+        item_id = events.new_id("item")
+        await self._send(events.timeout_triggered(item_id, _ms(self._committed), _ms(heard)))
+        self._detector = self._new_detector(start=heard)
+        await self._end(item_id, heard)
 
     async def _at_pause(self) -> None:
         """At a pause in the utterance: transcribe it so far (again, if speech went on since
@@ -246,6 +266,13 @@ class Turns:
             max_speech_ms=self._max_speech_ms,
             start=start,
         )
+
+
+def _decoder(config: SessionConfig) -> Callable[[bytes], npt.NDArray[np.int16]]:
+    """How the session's appended bytes become 16 kHz samples."""
+    if config.encoding in G711:
+        return g711.Decoder(config.encoding)
+    return Resampler(config.sample_rate)
 
 
 def _ms(samples: int) -> int:

@@ -3,7 +3,8 @@
 The handshake is checked before the WebSocket is accepted, so a refused client gets an HTTP
 answer in OpenAI's error shape (where the server supports that ASGI extension), and so is one
 over `--max-sessions` (`capacity.seats`); the key, another site's page and a draining server
-are refused before this, by the middleware. Once open, the connection
+are refused before this, by the middleware. A client that came with an ephemeral key gets the
+session it was minted for (`routes.client_secrets.granted`). Once open, the connection
 serves its session (`realtime.connection`).
 """
 
@@ -17,6 +18,7 @@ from ..errors import APIError, send_error
 from ..protocol.realtime import handshake
 from ..realtime.connection import Connection
 from ..state import get_state
+from .client_secrets import granted
 
 router = APIRouter()
 
@@ -29,6 +31,7 @@ async def realtime(websocket: WebSocket) -> None:
     offered: list[str] = websocket.scope.get("subprotocols", [])
     try:
         handshake(websocket.query_params, state.policy)
+        config = granted(websocket, state)
         state.upstream.check_ready()
         state.seats.take()
     except APIError as exc:
@@ -38,6 +41,6 @@ async def realtime(websocket: WebSocket) -> None:
         await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
         beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
-        await Connection(state, websocket, beta or BETA_PROTOCOL in offered).serve()
+        await Connection(state, websocket, beta or BETA_PROTOCOL in offered, config).serve()
     finally:
         state.seats.leave()

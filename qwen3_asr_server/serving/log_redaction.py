@@ -6,8 +6,9 @@ string in its WebSocket handshake lines ("... [accepted]", "... 403"). The redac
 pure function, `redact`, applied by a filter on the handlers every line goes through (the
 root's and uvicorn's), so lines logged by uvicorn, by the app and by libraries are covered
 alike, whatever their logger. It masks the value of any query parameter whose name looks like
-a credential, and any of the server's secrets (`--api-key`, the backend's key, the Home
-Assistant token) wherever it appears, a request's path included.
+a credential, any of the server's secrets (`--api-key`, the backend's key, the Home
+Assistant token) and any ephemeral key a client holds (`ek_...`, `realtime.secrets`) wherever
+it appears, a request's path included.
 
 The websockets library logs, at debug level, every header of a client handshake and every
 frame: an `Authorization` header (`--backend-api-key`, to vLLM's realtime endpoint) or an
@@ -30,18 +31,20 @@ MASK = "***"
 CREDENTIAL = re.compile(r"key|token|secret|auth|pass|pwd|credential|sig|session|cookie", re.I)
 # `name=value` after `?`, `&` or `;`, the value up to the next separator, space or quote
 _PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;?#\s\"']+)=(?P<value>[^&;#\s\"']*)")
+# an ephemeral key (`realtime.secrets.PREFIX`, then URL-safe base64): one of many, not known here
+_EPHEMERAL = re.compile(r"(?<![A-Za-z0-9])ek_[A-Za-z0-9_-]{16,}")
 # the loggers whose handlers every line reaches: the root's (the app's, libraries'), uvicorn's
 _LOGGERS = ("", "uvicorn", "uvicorn.access", "uvicorn.error")
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with each of `secrets` (as it is, and percent-encoded) and the value of each
-    credential-like query parameter replaced by `MASK`."""
+    """`text` with each of `secrets` (as it is, and percent-encoded), every ephemeral key and
+    the value of each credential-like query parameter replaced by `MASK`."""
     for secret in secrets:
         if secret:
             for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
                 text = text.replace(form, MASK)
-    return _PARAMETER.sub(_masked, text)
+    return _PARAMETER.sub(_masked, _EPHEMERAL.sub("ek_" + MASK, text))
 
 
 def _masked(match: re.Match[str]) -> str:

@@ -1,5 +1,6 @@
 """The neural networks that ship inside the package (`weights/`), run by ONNX Runtime: Silero
-VAD (`silero`) and the CAM++ speaker embedding (`speakers.embedding`).
+VAD (`silero`) and the CAM++ speaker embedding (`speakers.embedding`); and Smart Turn, the
+end-of-turn model that ships in pipecat's wheel (`turn_end`, extra `[turn]`).
 
 Each runs on one thread per inference, so that one caller never takes more than a core; ONNX
 Runtime releases the GIL while it runs, and one session may be run from several threads at
@@ -34,12 +35,16 @@ def disable_telemetry() -> None:
 
 def session(name: str) -> Any:
     """An ONNX Runtime session of `weights/<name>`, on one thread."""
+    return session_of(resources.files("qwen3_asr_server").joinpath("weights", name).read_bytes())
+
+
+def session_of(model: bytes | str) -> Any:
+    """An ONNX Runtime session of a model (its bytes, or the path of its file), on one thread."""
     import onnxruntime  # here: processes that never run a network never load it
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    model = resources.files("qwen3_asr_server").joinpath("weights", name).read_bytes()
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 

@@ -435,6 +435,8 @@ def _probe(template: str, method: str, ids: dict[str, str]) -> dict[str, Any]:
     if path == "/v1/batches":
         return {"method": method, "url": path, "json": {"input_file_id": ids["input_file_id"],
                 "endpoint": CHAT, "completion_window": "24h"}}  # fmt: skip
+    if path == "/v1/realtime/client_secrets":
+        return {"method": method, "url": path, "json": {}}
     return {"method": method, "url": path, "json": _body(_user(INPUT_AUDIO))}
 
 

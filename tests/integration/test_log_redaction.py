@@ -1,6 +1,7 @@
 """No secret in any log line: `server.py --log-level debug --api-key KEY` as a process, sent
 the key in every wrong place (query parameters of HTTP routes and of the Realtime handshake,
-under many names, the path, headers), and the right one; its whole log never shows the key."""
+under many names, the path, headers), and the right one; its whole log never shows the key,
+nor an ephemeral key it minted, used as it should be and where it should not."""
 
 from __future__ import annotations
 
@@ -61,6 +62,23 @@ def _websocket(server: ServerProcess) -> list[int]:
     return statuses
 
 
+def _ephemeral(server: ServerProcess) -> tuple[str, list[int]]:
+    """An ephemeral key minted, then sent in a header, a subprotocol, queries and paths."""
+    minted = httpx.post(f"{server.url}/v1/realtime/client_secrets", json={}, headers=RIGHT)
+    token: str = minted.json()["value"]
+    base = f"ws://127.0.0.1:{server.port}/v1/realtime?intent=transcription"
+    statuses = [
+        _handshake(base, additional_headers={"Authorization": f"Bearer {token}"}),
+        _handshake(base, subprotocols=["realtime", f"openai-insecure-api-key.{token}"]),
+        _handshake(f"{base}&client_secret={token}&q={token}"),
+        _handshake(f"ws://127.0.0.1:{server.port}/v1/realtime/{token}"),
+    ]
+    for path in ("/v1/models", f"/v1/models/{token}", f"/health?q={token}"):
+        answer = httpx.get(f"{server.url}{path}", headers={"Authorization": f"Bearer {token}"})
+        statuses.append(answer.status_code)
+    return token, statuses
+
+
 def test_the_api_key_never_reaches_the_log_wherever_it_is_sent(tmp_path: Path) -> None:
     install_launcher(tmp_path / "bin", "vllm")
     args = ["--model", "m", "--api-key", KEY, "--log-level", "debug"]
@@ -69,12 +87,15 @@ def test_the_api_key_never_reaches_the_log_wherever_it_is_sent(tmp_path: Path) -
         server.wait_for_health(200)
         _http(server)
         statuses = _websocket(server)
+        token, ephemeral = _ephemeral(server)
     finally:
         server.stop()
     assert 101 in statuses  # the right key was taken, from the header and the subprotocol
     assert 401 in statuses
+    assert ephemeral[:2] == [101, 101]  # the ephemeral key opened sessions, and no more:
+    assert ephemeral[-3:] == [401, 401, 200]  # the models, but /health is open to anyone
     log = server.output()
-    leaks = [line for line in log.splitlines() if KEY.lower() in line.lower()]
+    leaks = [line for line in log.splitlines() if KEY.lower() in line.lower() or token in line]
     assert leaks == []
     assert '"WebSocket /v1/realtime?intent=transcription&api_key=***" [accepted]' in log
     assert "status=200" in log  # the app's own access lines are there

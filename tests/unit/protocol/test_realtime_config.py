@@ -226,9 +226,11 @@ TD = "turn_detection"
 INPUT_REFUSALS = [
     # (key under session.audio.input, its value, param under session.audio.input, code)
     ("format", "pcm16", "format", T),
-    ("format", {"type": "audio/pcmu"}, "format.type", V),
-    ("format", {"type": "audio/pcma"}, "format.type", V),
     ("format", {"type": "audio/wav"}, "format.type", V),
+    ("format", {"type": "g711_ulaw"}, "format.type", V),
+    ("format", {"type": "audio/pcmu", "rate": 16000}, "format.rate", V),
+    ("format", {"type": "audio/pcma", "rate": 24000}, "format.rate", V),
+    ("format", {"type": "audio/pcm", "rate": 8000}, "format.rate", V),
     ("format", {"rate": 44100}, "format.rate", V),
     ("format", {"rate": "24000"}, "format.rate", T),
     ("format", {"rate": True}, "format.rate", T),
@@ -250,6 +252,10 @@ INPUT_REFUSALS = [
     (TD, {"silence_duration_ms": 10001}, f"{TD}.silence_duration_ms", V),
     (TD, {"silence_duration_ms": {}}, f"{TD}.silence_duration_ms", T),
     (TD, {"type": "semantic_vad", "eagerness": "eager"}, f"{TD}.eagerness", V),
+    (TD, {"idle_timeout_ms": 4999}, f"{TD}.idle_timeout_ms", V),
+    (TD, {"idle_timeout_ms": 30001}, f"{TD}.idle_timeout_ms", V),
+    (TD, {"idle_timeout_ms": "6000"}, f"{TD}.idle_timeout_ms", T),
+    (TD, {"idle_timeout_ms": 6000.5}, f"{TD}.idle_timeout_ms", T),
 ]
 
 
@@ -287,9 +293,10 @@ def test_messages_name_the_field_and_the_problem() -> None:
 
 
 BETA_REFUSALS = [
-    ({"input_audio_format": "g711_ulaw"}, "session.input_audio_format", "invalid_value"),
-    ({"input_audio_format": "g711_alaw"}, "session.input_audio_format", "invalid_value"),
     ({"input_audio_format": "audio/pcm"}, "session.input_audio_format", "invalid_value"),
+    ({"input_audio_format": "audio/pcmu"}, "session.input_audio_format", "invalid_value"),
+    ({"turn_detection": {"idle_timeout_ms": 100}}, "session.turn_detection.idle_timeout_ms",
+     "invalid_value"),
     ({"input_audio_transcription": {"language": "xx"}},
      "session.input_audio_transcription.language", "invalid_value"),
     ({"turn_detection": {"threshold": 2}}, "session.turn_detection.threshold", "invalid_value"),
@@ -304,9 +311,52 @@ def test_beta_refusals_name_the_field(session: dict[str, Any], param: str, code:
     assert (caught.value.param, caught.value.code) == (param, code)
 
 
-def test_g711_refusal_says_what_to_send() -> None:
-    with pytest.raises(EventError, match=r"G\.711.*'audio/pcm'"):
-        apply_update(GA, ga_update(format={"type": "audio/pcmu"}))
+@pytest.mark.parametrize(
+    ("kind", "encoding"), [("audio/pcmu", "g711_ulaw"), ("audio/pcma", "g711_alaw")]
+)
+def test_g711_is_8_khz_one_byte_a_sample(kind: str, encoding: str) -> None:
+    config = apply_update(GA, ga_update(format={"type": kind}))
+    assert (config.encoding, config.sample_rate, config.sample_bytes) == (encoding, 8000, 1)
+    with_rate = {"type": "transcription", "audio": {"input": {"format": {"type": kind,
+        "rate": 8000}}}}  # fmt: skip
+    assert apply_update(GA, {"type": "session.update", "session": with_rate}) == config
+    # back to PCM: OpenAI's 24 kHz, not G.711's rate
+    pcm = apply_update(config, ga_update(format={"type": "audio/pcm"}))
+    assert (pcm.encoding, pcm.sample_rate, pcm.sample_bytes) == ("pcm16", 24000, 2)
+    beta = apply_update(BETA, beta_update(input_audio_format=encoding))
+    assert (beta.encoding, beta.sample_rate) == (encoding, 8000)
+    assert apply_update(beta, beta_update(input_audio_format="pcm16")).sample_rate == 24000
+
+
+def test_a_rate_its_format_does_not_come_at_is_refused_naming_the_rate() -> None:
+    telephone = {"type": "session.update", "session": {"audio": {"input": {"format": {
+        "type": "audio/pcmu", "rate": 16000}}}}}  # fmt: skip
+    with pytest.raises(EventError) as caught:
+        apply_update(GA, telephone)
+    assert caught.value.message == (
+        "Invalid value for 'session.audio.input.format.rate': 16000. audio/pcmu comes at 8000 Hz."
+    )
+    assert (caught.value.param, caught.value.code) == ("session.audio.input.format.rate", V)
+
+
+def test_idle_timeout_is_taken_kept_and_turned_off_by_null() -> None:
+    on = apply_update(GA, ga_update(turn_detection={"type": "server_vad", "idle_timeout_ms": 6000}))
+    assert on.turn_detection == ServerVad(idle_timeout_ms=6000)
+    threshold = ga_update(turn_detection={"type": "server_vad", "threshold": 0.6})
+    assert apply_update(on, threshold).turn_detection == ServerVad(0.6, idle_timeout_ms=6000)
+    null = ga_update(turn_detection={"type": "server_vad", "idle_timeout_ms": None})
+    assert apply_update(on, null).turn_detection == ServerVad()
+    # OpenAI's idle timeout is server_vad's only
+    semantic = apply_update(on, ga_update(turn_detection={"type": "semantic_vad"}))
+    assert semantic.turn_detection is not None
+    assert semantic.turn_detection.idle_timeout_ms is None
+    at_bounds = [5000, 30000]
+    for ms in at_bounds:
+        update = ga_update(turn_detection={"type": "server_vad", "idle_timeout_ms": ms})
+        assert apply_update(GA, update).turn_detection == ServerVad(idle_timeout_ms=ms)
+    beta = {"type": "transcription_session.update", "session": {"turn_detection": {
+        "type": "server_vad", "idle_timeout_ms": 5000}}}  # fmt: skip
+    assert apply_update(BETA, beta).turn_detection == ServerVad(idle_timeout_ms=5000)
 
 
 @pytest.mark.parametrize(

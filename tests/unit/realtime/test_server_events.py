@@ -33,6 +33,7 @@ from openai.types.realtime import (
     InputAudioBufferCommittedEvent,
     InputAudioBufferSpeechStartedEvent,
     InputAudioBufferSpeechStoppedEvent,
+    InputAudioBufferTimeoutTriggered,
     RealtimeErrorEvent,
     RealtimeTranscriptionSessionCreateRequest,
     RealtimeTranscriptionSessionCreateResponse,
@@ -45,7 +46,7 @@ from openai.types.realtime.realtime_conversation_item_user_message import (
 
 from qwen3_asr_server.errors import APIError, EventError, ServerError
 from qwen3_asr_server.model import languages
-from qwen3_asr_server.protocol.realtime import SessionConfig
+from qwen3_asr_server.protocol.realtime import ServerVad, SessionConfig
 from qwen3_asr_server.realtime import server_events as events
 from qwen3_asr_server.transcription.usage import Tokens
 
@@ -84,6 +85,8 @@ def test_vad_and_buffer_events() -> None:
     assert sdk(InputAudioBufferClearedEvent, events.buffer_cleared()).type == (
         "input_audio_buffer.cleared"
     )
+    idle = sdk(InputAudioBufferTimeoutTriggered, events.timeout_triggered("item_c", 2150, 8150))
+    assert (idle.item_id, idle.audio_start_ms, idle.audio_end_ms) == ("item_c", 2150, 8150)
 
 
 @pytest.mark.parametrize(
@@ -228,6 +231,23 @@ def test_ga_session_object_with_16_khz_manual_commits_and_logprobs() -> None:
     parsed = sdk(SessionUpdatedEvent, at_24k)
     assert parsed.session.audio.input.turn_detection is None
     assert parsed.session.include == ["item.input_audio_transcription.logprobs"]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "kind"), [("g711_ulaw", "audio/pcmu"), ("g711_alaw", "audio/pcma")]
+)
+def test_g711_and_the_idle_timeout_echoed_as_the_sdk_has_them(encoding: str, kind: str) -> None:
+    vad = ServerVad(idle_timeout_ms=8000)
+    config = SessionConfig(encoding=encoding, sample_rate=8000, turn_detection=vad)
+    parsed = sdk(SessionUpdatedEvent, events.session_updated(config, "sess_1"))
+    audio_input = parsed.session.audio.input
+    assert audio_input.format.type == kind
+    assert "rate" not in audio_input.format.model_dump(exclude_unset=True)  # 8 kHz, always
+    assert audio_input.turn_detection.idle_timeout_ms == 8000
+    plain = events.session_object(GA, "sess_1")["audio"]["input"]["turn_detection"]
+    assert plain["idle_timeout_ms"] is None
+    beta = events.session_object(SessionConfig(encoding=encoding, beta=True), "sess_1")
+    assert beta["input_audio_format"] == encoding
 
 
 @pytest.mark.parametrize("build", [events.session_created, events.session_updated])
