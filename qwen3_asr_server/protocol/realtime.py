@@ -23,7 +23,7 @@ from __future__ import annotations
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import pybase64
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
@@ -85,23 +85,13 @@ class SemanticVad:
     (`realtime.turns`). It takes no threshold or padding, as OpenAI's takes none."""
 
     eagerness: str = "auto"
-
-    @property
-    def threshold(self) -> float:
-        return VAD_THRESHOLD
-
-    @property
-    def prefix_padding_ms(self) -> int:
-        return VAD_PREFIX_PADDING_MS
+    threshold: ClassVar[float] = VAD_THRESHOLD
+    prefix_padding_ms: ClassVar[int] = VAD_PREFIX_PADDING_MS
+    idle_timeout_ms: ClassVar[None] = None  # OpenAI's idle timeout is server_vad's alone
 
     @property
     def silence_duration_ms(self) -> int:
         return SEMANTIC_SILENCE_MS[self.eagerness]
-
-    @property
-    def idle_timeout_ms(self) -> None:
-        """OpenAI's idle timeout is server_vad's alone."""
-        return None
 
 
 @dataclass(frozen=True)
