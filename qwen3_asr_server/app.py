@@ -49,6 +49,7 @@ from .speakers.diarize import Diarizer, SpeakerFinder
 from .speakers.embedding import SpeakerModel
 from .speech.onnx_models import Shared
 from .speech.silero import SpeechModel
+from .speech.turn_end import TurnEnd, model_path
 from .stages import registry
 from .state import AppState
 from .transcription.service import TranscriptionService
@@ -123,6 +124,11 @@ def _diarizer(source: str) -> SpeakerFinder | None:
     return pyannote.load(source)
 
 
+def _turn_end(settings: Settings) -> TurnEnd | None:
+    """Smart Turn (`--smart-turn`), loaded at start: a missing model file ends the server."""
+    return TurnEnd(model_path(settings.smart_turn_model)) if settings.smart_turn else None
+
+
 class _App(FastAPI):
     """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) and their
     answers' models in its schema."""
@@ -179,6 +185,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         connections=parts.connections,
         jobs=Jobs(settings, services),
         aligner=aligner,
+        turn_end=_turn_end(settings),
     )
 
 

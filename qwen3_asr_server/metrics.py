@@ -74,6 +74,7 @@ class Metrics:
         )
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
         self._count_work()
+        self._count_turns()
         self._count_capacity()
         self._count_jobs()
 
@@ -130,6 +131,15 @@ class Metrics:
             ["kind", "protocol"],
             registry=self.registry,
         )
+        self.webhooks_sent = Counter(
+            "qwen3_asr_webhooks_sent",
+            "Batch webhook attempts, by outcome: delivered (a 2xx answer) or failed (retried).",
+            ["outcome"],
+            registry=self.registry,
+        )
+
+    def _count_turns(self) -> None:
+        """How Realtime turns ended: transcribed early at a pause, judged by a model."""
         # started at a pause inside an utterance; kept as its transcription; dropped (the turn
         # went on, or the session changed): dropped / transcriptions is the share transcribed
         # twice
@@ -142,12 +152,15 @@ class Metrics:
         )
         for outcome in ("started", "kept", "dropped"):
             self.realtime_speculations.labels(outcome=outcome)
-        self.webhooks_sent = Counter(
-            "qwen3_asr_webhooks_sent",
-            "Batch webhook attempts, by outcome: delivered (a 2xx answer) or failed (retried).",
-            ["outcome"],
+        self.turn_judgements = Counter(
+            "qwen3_asr_realtime_turn_judgements",
+            "Pauses in semantic_vad turns judged by the end-of-turn model (--smart-turn), by "
+            "verdict: complete (the turn ended there) or incomplete (it waited on).",
+            ["verdict"],
             registry=self.registry,
         )
+        for verdict in ("complete", "incomplete"):
+            self.turn_judgements.labels(verdict=verdict)
 
     def _count_capacity(self) -> None:
         """What is open, in flight, waiting and held now; what was turned away."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .speakers.diarize import SpeakerFinder
     from .speech.onnx_models import Shared
     from .speech.silero import SpeechModel
+    from .speech.turn_end import TurnEnd
     from .transcription.service import TranscriptionService
 
 
@@ -44,6 +45,7 @@ class AppState:
     connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
     jobs: Jobs  # files and batches (--data-dir, --jobs-db)
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
+    turn_end: TurnEnd | None = None  # Smart Turn, for semantic_vad sessions (--smart-turn)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -12,6 +12,9 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ..errors import EventError
 from ..protocol import realtime
 from ..protocol.realtime import SessionConfig
@@ -20,7 +23,7 @@ from . import server_events as events
 from .client_events import client_event_id
 from .live import Live, Relays
 from .server_events import Send
-from .turns import Turns
+from .turns import COMPLETE, TurnJudge, Turns
 from .worker import Transcriber
 
 
@@ -49,6 +52,7 @@ class Session:
             started=self._speech_started,
             ended=self._worker.enqueue,
             speculator=self._worker,
+            judge=_judge(state),
         )
         self._turns.configure(self.config)
 
@@ -110,3 +114,18 @@ class Session:
 
     def _speech_started(self, item_id: str, start: int) -> Live | None:
         return self._relays.begin(self.config, item_id, start)
+
+
+def _judge(state: AppState) -> TurnJudge | None:
+    """The server's end-of-turn model (`--smart-turn`), its verdicts counted; None without."""
+    model = state.turn_end
+    if model is None:
+        return None
+    judgements = state.metrics.turn_judgements
+
+    def judge(samples: npt.NDArray[np.int16]) -> float:
+        probability = model(samples)
+        judgements.labels(verdict="complete" if probability >= COMPLETE else "incomplete").inc()
+        return probability
+
+    return judge

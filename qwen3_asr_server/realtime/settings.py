@@ -6,6 +6,7 @@ is still one flag, one variable and one default.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -33,4 +34,16 @@ class RealtimeSettings(BaseModel):
         "beyond it a handshake gets 429 session_limit_reached with Retry-After (or a close with "
         "1013).",
         json_schema_extra={"metavar": "N"},
+    )
+    smart_turn: bool = Field(
+        False,
+        description="With semantic_vad, ask Smart Turn v3.2 (an end-of-turn model, extra "
+        "`[turn]`) at each pause whether the speaker is done, and end the turn there if so; "
+        "off by default, as measured (docs: Performance, End-of-turn model).",
+    )
+    smart_turn_model: Path | None = Field(
+        None,
+        description="The Smart Turn ONNX file for --smart-turn; by default the one in the "
+        "installed pipecat-ai wheel.",
+        json_schema_extra={"metavar": "PATH"},
     )
