@@ -41,7 +41,8 @@ from .middleware.request_id import RequestIdMiddleware
 from .model import alignment, prompt
 from .model.catalog import Catalog
 from .protocol.fields import Policy
-from .routes import audio, batches, chat, files, health, models, realtime
+from .realtime import call
+from .routes import audio, batches, calls, chat, files, health, models, realtime
 from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
@@ -214,6 +215,7 @@ def create_app(
             async with advertised or contextlib.nullcontext():
                 yield
         finally:
+            await call.end_all(state.calls)
             if listener is not None:
                 await listener.close()
             await state.jobs.aclose()
@@ -236,7 +238,7 @@ def create_app(
     app.router.routes.extend(audio.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
-    for module in (chat, models, health, realtime, files, batches):
+    for module in (chat, models, health, realtime, calls, files, batches):
         app.router.routes.extend(module.router.routes)
     _wrap(app, state)
     return app

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -44,6 +45,8 @@ class AppState:
     connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
     jobs: Jobs  # files and batches (--data-dir, --jobs-db)
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
+    # WebRTC calls, each serving past the POST that made it (`realtime.call`)
+    calls: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ..errors import EventError
 from ..protocol import realtime
 from ..protocol.realtime import SessionConfig
 from ..state import AppState
 from . import server_events as events
-from .client_events import client_event_id
+from .client_events import client_event_id, parse_client_event
 from .live import Live, Relays
 from .server_events import Send
 from .turns import Turns
@@ -26,10 +29,19 @@ from .worker import Transcriber
 class Session:
     """A session's parts, wired; the route feeds it events and closes it."""
 
-    def __init__(self, state: AppState, send: Send, request_id: str, beta: bool) -> None:
+    def __init__(
+        self,
+        state: AppState,
+        send: Send,
+        request_id: str,
+        beta: bool,
+        config: SessionConfig | None = None,  # a WebRTC call's, given with its offer
+        track: bool = False,  # a WebRTC call: its audio comes by its track, never appended
+    ) -> None:
         self.state = state
         self.request_id = request_id
-        self.config = SessionConfig(beta=beta)
+        self.config = config or SessionConfig(beta=beta)
+        self.track = track
         self.id = events.new_id("sess")
         self._send = send
         self._worker = Transcriber(state, send, request_id, lambda: self.config)
@@ -66,6 +78,20 @@ class Session:
                 await asyncio.wait(set(relays.tasks))
         turns.closing = True
 
+    async def drained(self) -> None:
+        """Returns once the server drains and the session has `settled`: time to close."""
+        await self.state.drain.started.wait()
+        await self.settled()
+
+    async def receive(self, message: str | bytes, max_bytes: int) -> None:
+        """One message from the client (a WebSocket frame, a data channel message)."""
+        try:
+            event = parse_client_event(message, max_bytes)
+        except EventError as exc:
+            await self._send(events.error(exc))
+            return
+        await self.handle(event)
+
     async def handle(self, event: dict[str, Any]) -> None:
         """One client event; a refused one is answered with an `error` event."""
         try:
@@ -73,10 +99,21 @@ class Session:
         except EventError as exc:
             await self._send(events.error(exc, client_event_id(event)))
 
+    async def hear(self, samples: npt.NDArray[np.int16]) -> None:
+        """A WebRTC call's audio, 16 kHz: its track is its input_audio_buffer.append."""
+        await self._turns.hear(samples)
+
     async def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind in ("session.update", "transcription_session.update"):
             await self._update(realtime.apply_update(self.config, event))
+        elif kind == "input_audio_buffer.append" and self.track:
+            raise EventError(
+                "A WebRTC call's audio is its audio track: input_audio_buffer.append is for "
+                "WebSocket sessions.",
+                "invalid_event",
+                "type",
+            )
         elif kind == "input_audio_buffer.append":
             await self._turns.append(realtime.appended_audio(event))
         elif kind == "input_audio_buffer.commit":
