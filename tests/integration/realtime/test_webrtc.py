@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -23,8 +24,10 @@ from openai.types.realtime import (
     SessionCreatedEvent,
 )
 
+from qwen3_asr_server.realtime import call
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.harness import MODEL, LiveServer
+from tests.fixtures.process import ServerProcess, install_launcher
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
 from tests.integration.realtime.test_realtime import HEARD
@@ -46,11 +49,14 @@ def serving(**settings: Any) -> Iterator[str]:
         server.stop()
 
 
+def wav_of(path: Path, pattern: list[tuple[float, bool]]) -> Path:
+    path.write_bytes(pcm_wav(spoken_pcm(pattern, rate=48000), rate=48000))
+    return path
+
+
 @pytest.fixture(scope="module")
 def speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("webrtc") / "speech.wav"
-    path.write_bytes(pcm_wav(spoken_pcm(PATTERN, rate=48000), rate=48000))
-    return path
+    return wav_of(tmp_path_factory.mktemp("webrtc") / "speech.wav", PATTERN)
 
 
 @dataclass
@@ -265,3 +271,47 @@ async def test_a_flooded_channel_is_told_then_hung_up(speech: Path) -> None:
         assert "input_audio_buffer.cleared" in [event["type"] for event in events]
         async with calling(url, speech) as again:  # the server serves on
             await again.until(count("session.created"))
+
+
+async def test_a_call_whose_audio_stops_or_channel_never_opens_ends(
+    speech: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(call, "NO_AUDIO_SECONDS", 2.0)
+    with serving() as url:
+        async with calling(url, speech) as peer:  # 2.5 s of audio, then none
+            events = await peer.until(count(TRANSCRIPTION + "completed"))
+            async with asyncio.timeout(30):
+                await peer.closed.wait()
+        assert events[0]["type"] == "session.created"
+        await _sessions_open(url, 0)
+        mute = offering(speech, channel=False)  # its channel is not oai-events
+        try:
+            answered = await post_sdp(url, await offer_sdp(mute))
+            assert answered.status_code == 201
+            await mute.pc.setRemoteDescription(RTCSessionDescription(answered.text, "answer"))
+            async with asyncio.timeout(30):
+                await mute.closed.wait()  # the server refuses it...
+            await _sessions_open(url, 0)  # ...and the call ends without one
+            assert mute.events.empty()
+        finally:
+            await mute.pc.close()
+
+
+async def test_sigterm_lets_a_call_finish_its_utterance_then_hangs_up(tmp_path: Path) -> None:
+    install_launcher(tmp_path / "bin", "vllm")
+    server = ServerProcess(tmp_path, ["--model", "tiny"], {"FAKE_VLLM_RESPONSE_DELAY": "1"})
+    talk = wav_of(tmp_path / "talk.wav", [(0.3, False), (2.0, True), (2.0, False)])
+    try:
+        await asyncio.to_thread(server.wait_for_health, 200)
+        async with calling(server.url, talk) as peer:
+            await peer.until(count("input_audio_buffer.speech_started"))
+            server.proc.send_signal(signal.SIGTERM)
+            refused = await post_sdp(server.url, await offer_sdp(offering(talk)))
+            assert refused.status_code == 503
+            events = await peer.until(count(TRANSCRIPTION + "completed"))
+            async with asyncio.timeout(30):
+                await peer.closed.wait()
+        assert events[-1]["transcript"] == "Hello world."
+        assert await asyncio.to_thread(server.wait_exit) == -signal.SIGTERM
+    finally:
+        server.stop()
