@@ -15,14 +15,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import APIError, json_too_large, too_large
 from ..jobs.files import over_file_limit
-from ..protocol.calls import MAX_OFFER_BYTES, offer_too_large
+from ..protocol import calls
 from ..settings import MIB, Settings
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
 JSON_PATHS = ("/v1/chat/completions", "/v1/batches")
 FILES_PATH = "/v1/files"
-CALLS_PATH = "/v1/realtime/calls"
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ def body_caps(settings: Settings) -> dict[str, Cap]:
         **dict.fromkeys(UPLOAD_PATHS, upload),
         **dict.fromkeys(JSON_PATHS, json),
         FILES_PATH: stored,
-        CALLS_PATH: Cap(MAX_OFFER_BYTES, offer_too_large),
+        calls.PATH: Cap(calls.MAX_OFFER_BYTES, calls.offer_too_large),
     }
 
 

@@ -17,6 +17,7 @@ from ..errors import CLOSE, APIError, invalid
 from .fields import Policy
 from .realtime import SessionConfig, apply_update, check
 
+PATH = "/v1/realtime/calls"
 MAX_OFFER_BYTES = 64 << 10  # a browser's offer is 3-8 kB; its form, with a session, no more
 SDP = "application/sdp"
 FORM = "multipart/form-data"

@@ -24,7 +24,7 @@ from ..state import State
 router = APIRouter()
 
 
-@router.post("/v1/realtime/calls", status_code=201, response_class=Response)
+@router.post(protocol.PATH, status_code=201, response_class=Response)
 async def create_call(request: Request, state: State) -> Response:
     sdp, session = await _read(request)
     offer = protocol.offer(sdp, session, state.policy)

@@ -231,6 +231,8 @@ async def test_bad_offers_are_refused_and_the_server_serves_on(speech: Path) -> 
             not_transcription = await http.post(calls, files=realtime)
             plain = await http.post(calls, content=sdp, headers={"Content-Type": "text/plain"})
             huge = await post_sdp(url, sdp + "a=x\r\n" * 20_000)
+            page = {"Origin": "https://elsewhere.example"}  # another site's form
+            cross_site = await http.post(calls, files={"sdp": (None, sdp)}, headers=page)
         await peer.pc.close()
         async with calling(url, speech) as peer:  # and the server still answers
             await peer.until(count("session.created"))
@@ -252,6 +254,8 @@ async def test_bad_offers_are_refused_and_the_server_serves_on(speech: Path) -> 
     assert "m=audio" in no_audio.json()["error"]["message"]
     assert plain.status_code == 415
     assert huge.status_code == 413
+    assert cross_site.status_code == 403
+    assert cross_site.json()["error"]["code"] == "origin_not_allowed"
 
 
 async def test_a_flooded_channel_is_told_then_hung_up(speech: Path) -> None:
@@ -306,7 +310,10 @@ async def test_sigterm_lets_a_call_finish_its_utterance_then_hangs_up(tmp_path: 
         async with calling(server.url, talk) as peer:
             await peer.until(count("input_audio_buffer.speech_started"))
             server.proc.send_signal(signal.SIGTERM)
-            refused = await post_sdp(server.url, await offer_sdp(offering(talk)))
+            await asyncio.to_thread(server.wait_for_health, 503)  # the drain began
+            late = offering(talk)
+            refused = await post_sdp(server.url, await offer_sdp(late))
+            await late.pc.close()
             assert refused.status_code == 503
             events = await peer.until(count(TRANSCRIPTION + "completed"))
             async with asyncio.timeout(30):
