@@ -19,6 +19,8 @@ from .realtime import SessionConfig, apply_update, check
 
 PATH = "/v1/realtime/calls"
 MAX_OFFER_BYTES = 64 << 10  # a browser's offer is 3-8 kB; its form, with a session, no more
+# each section may get its own transport, and each transport its own UDP sockets
+MAX_SECTIONS = 4
 SDP = "application/sdp"
 FORM = "multipart/form-data"
 
@@ -44,7 +46,15 @@ def checked_sdp(sdp: str) -> str:
             "sdp",
             "invalid_offer",
         )
-    media = {line[2:].split(" ", 1)[0] for line in lines if line.startswith("m=")}
+    sections = [line[2:].split(" ", 1)[0] for line in lines if line.startswith("m=")]
+    if len(sections) > MAX_SECTIONS:
+        raise invalid(
+            f"The offer has {len(sections)} media sections; a call takes at most "
+            f"{MAX_SECTIONS} (its audio and its data channel, and a browser's extras).",
+            "sdp",
+            "invalid_offer",
+        )
+    media = set(sections)
     if "audio" not in media:
         raise invalid(
             "The offer has no audio (m=audio): add the microphone's track, or an audio "

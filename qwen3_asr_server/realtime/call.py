@@ -153,11 +153,11 @@ class Call:
 
     async def _open(self) -> bool:
         """Whether the channel opened and the track came, before the call ended or timed out."""
-        ended = asyncio.create_task(self._ended.wait())
-        opened = asyncio.create_task(self._opened.wait())
-        await asyncio.wait([ended, opened], timeout=NO_AUDIO_SECONDS, return_when="FIRST_COMPLETED")
-        ended.cancel()
-        opened.cancel()
+        waits = [asyncio.create_task(self._ended.wait()), asyncio.create_task(self._opened.wait())]
+        await asyncio.wait(waits, timeout=NO_AUDIO_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
+        await asyncio.wait(waits)
         return self._opened.is_set() and not self._ended.is_set()
 
     async def _listen(self, track: MediaStreamTrack) -> None:

@@ -258,6 +258,15 @@ async def test_bad_offers_are_refused_and_the_server_serves_on(speech: Path) -> 
     assert cross_site.json()["error"]["code"] == "origin_not_allowed"
 
 
+async def test_an_offer_needs_the_key() -> None:
+    with serving(api_key="sesame") as url:
+        peer = offering(None)
+        refused = await post_sdp(url, await offer_sdp(peer))
+        await peer.pc.close()
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "missing_api_key"
+
+
 async def test_a_flooded_channel_is_told_then_hung_up(speech: Path) -> None:
     with serving() as url:
         async with calling(url, speech) as peer:

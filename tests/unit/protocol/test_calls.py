@@ -23,6 +23,7 @@ OFFER = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nm=audio 9 x 111\r\nm=applicatio
         ("hello\r\nv=0\r\n", "not SDP"),
         (OFFER.replace("m=audio", "m=video"), "m=audio"),
         (OFFER.replace("m=application", "m=video"), "m=application"),
+        (OFFER + "m=audio 9 x 111\r\n" * 3, "5 media sections"),
     ],
 )
 def test_an_offer_must_be_sdp_with_audio_and_a_data_channel(sdp: str, said: str) -> None:
