@@ -41,7 +41,18 @@ from .middleware.request_id import RequestIdMiddleware
 from .model import alignment, prompt
 from .model.catalog import Catalog
 from .protocol.fields import Policy
-from .routes import audio, batches, chat, client_secrets, files, health, models, realtime
+from .realtime import call
+from .routes import (
+    audio,
+    batches,
+    calls,
+    chat,
+    client_secrets,
+    files,
+    health,
+    models,
+    realtime,
+)
 from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
@@ -221,6 +232,7 @@ def create_app(
             async with advertised or contextlib.nullcontext():
                 yield
         finally:
+            await call.end_all(state.calls)
             if listener is not None:
                 await listener.close()
             await state.jobs.aclose()
@@ -243,7 +255,7 @@ def create_app(
     app.router.routes.extend(audio.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
-    for module in (chat, models, health, realtime, client_secrets, files, batches):
+    for module in (chat, models, health, realtime, client_secrets, calls, files, batches):
         app.router.routes.extend(module.router.routes)
     _wrap(app, state)
     return app

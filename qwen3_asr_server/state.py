@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -46,6 +47,8 @@ class AppState:
     jobs: Jobs  # files and batches (--data-dir, --jobs-db)
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
     turn_end: TurnEnd | None = None  # Smart Turn, for semantic_vad sessions (--smart-turn)
+    # WebRTC calls, each serving past the POST that made it (`realtime.call`)
+    calls: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import APIError, json_too_large, too_large
 from ..jobs.files import over_file_limit
+from ..protocol import calls
 from ..settings import MIB, Settings
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
@@ -46,6 +47,7 @@ def body_caps(settings: Settings) -> dict[str, Cap]:
         **dict.fromkeys(UPLOAD_PATHS, upload),
         **dict.fromkeys(JSON_PATHS, json),
         FILES_PATH: stored,
+        calls.PATH: Cap(calls.MAX_OFFER_BYTES, calls.offer_too_large),
     }
 
 

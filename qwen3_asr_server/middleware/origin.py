@@ -6,7 +6,9 @@ applies no CORS check: without this, a page on any site could drive `/v1/realtim
 server that has no key (on localhost, on an intranet). A handshake with an `Origin` is
 admitted when that origin is the server's own (its host and port are the `Host` the browser
 asked) or one `--allowed-origins` names; clients that send no `Origin` (SDKs, other servers)
-are not browsers and are let through, to the key check.
+are not browsers and are let through, to the key check. A WebRTC call's offer
+(`POST /v1/realtime/calls`) is checked alike: a page may send it as a form, which needs no
+CORS preflight, and each offer would hold a seat until its call timed out.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import APIError, send_error
+from ..protocol import calls
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -50,8 +53,7 @@ def admitted(origin: str, host: str | None, allowed: frozenset[str]) -> bool:
 def refused(origin: str) -> APIError:
     return APIError(
         403,
-        f"WebSocket connections from pages at {origin} are not allowed here (see "
-        "--allowed-origins).",
+        f"Realtime sessions from pages at {origin} are not allowed here (see --allowed-origins).",
         code="origin_not_allowed",
     )
 
@@ -62,7 +64,8 @@ class OriginCheck:
         self.allowed = frozenset(each if each == "*" else normal(each) for each in allowed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
+        kind = scope["type"]
+        if kind == "websocket" or (kind == "http" and scope["path"] == calls.PATH):
             headers = Headers(scope=scope)
             origin = headers.get("origin")
             if origin is not None and not admitted(origin, headers.get("host"), self.allowed):

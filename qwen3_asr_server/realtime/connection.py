@@ -14,11 +14,8 @@ import contextlib
 import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from ..errors import EventError
 from ..protocol.realtime import SessionConfig
 from ..state import AppState
-from . import server_events as events
-from .client_events import parse_client_event
 from .server_events import ClientGone, Event
 from .session import Session
 
@@ -71,16 +68,10 @@ class Connection:
             if message["type"] == "websocket.disconnect":
                 return
             frame = message["text"] if message.get("text") is not None else message.get("bytes")
-            try:
-                event = parse_client_event(frame or b"", MAX_EVENT_BYTES)
-            except EventError as exc:
-                await self.send(events.error(exc))
-                continue
-            await self.session.handle(event)
+            await self.session.receive(frame or b"", MAX_EVENT_BYTES)
 
     async def _close_when_drained(self) -> None:
-        await self.state.drain.started.wait()
-        await self.session.settled()
+        await self.session.drained()
         async with self._lock:
             close = self.websocket.close(SERVICE_RESTART, RESTART_REASON)
             await asyncio.wait_for(close, SEND_TIMEOUT)

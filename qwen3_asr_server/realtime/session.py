@@ -20,7 +20,7 @@ from ..protocol import realtime
 from ..protocol.realtime import SessionConfig
 from ..state import AppState
 from . import server_events as events
-from .client_events import client_event_id
+from .client_events import client_event_id, parse_client_event
 from .live import Live, Relays
 from .server_events import Send
 from .turns import COMPLETE, TurnJudge, Turns
@@ -36,11 +36,14 @@ class Session:
         send: Send,
         request_id: str,
         beta: bool,
-        config: SessionConfig | None = None,  # what an ephemeral key was minted for
+        # what an ephemeral key was minted for, or a WebRTC call's, given with its offer
+        config: SessionConfig | None = None,
+        track: bool = False,  # a WebRTC call: its audio comes by its track, never appended
     ) -> None:
         self.state = state
         self.request_id = request_id
         self.config = replace(config or SessionConfig(), beta=beta)
+        self.track = track
         self.id = events.new_id("sess")
         self._send = send
         self._worker = Transcriber(state, send, request_id, lambda: self.config)
@@ -79,6 +82,20 @@ class Session:
                 await asyncio.wait(set(relays.tasks))
         turns.closing = True
 
+    async def drained(self) -> None:
+        """Returns once the server drains and the session has `settled`: time to close."""
+        await self.state.drain.started.wait()
+        await self.settled()
+
+    async def receive(self, message: str | bytes, max_bytes: int) -> None:
+        """One message from the client (a WebSocket frame, a data channel message)."""
+        try:
+            event = parse_client_event(message, max_bytes)
+        except EventError as exc:
+            await self._send(events.error(exc))
+            return
+        await self.handle(event)
+
     async def handle(self, event: dict[str, Any]) -> None:
         """One client event; a refused one is answered with an `error` event."""
         try:
@@ -86,10 +103,21 @@ class Session:
         except EventError as exc:
             await self._send(events.error(exc, client_event_id(event)))
 
+    async def hear(self, samples: npt.NDArray[np.int16]) -> None:
+        """A WebRTC call's audio, 16 kHz: its track is its input_audio_buffer.append."""
+        await self._turns.hear(samples)
+
     async def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind in ("session.update", "transcription_session.update"):
             await self._update(realtime.apply_update(self.config, event))
+        elif kind == "input_audio_buffer.append" and self.track:
+            raise EventError(
+                "A WebRTC call's audio is its audio track: input_audio_buffer.append is for "
+                "WebSocket sessions.",
+                "invalid_event",
+                "type",
+            )
         elif kind == "input_audio_buffer.append":
             await self._turns.append(realtime.appended_audio(event))
         elif kind == "input_audio_buffer.commit":

@@ -112,19 +112,18 @@ class Turns:
                 "invalid_value",
                 "audio",
             )
-        incoming = len(data) // width * RATE // self.config.sample_rate * SAMPLE_BYTES
-        if self.config.turn_detection is None and (
-            self._buffer.held_bytes + incoming > MAX_BUFFER_SECONDS * RATE * SAMPLE_BYTES
-        ):
-            raise EventError(
-                f"The input audio buffer holds {MAX_BUFFER_SECONDS // 60} minutes at most: "
-                "commit it, or turn server VAD on.",
-                "input_audio_buffer_full",
-                "audio",
-            )
-        if self.closing:
-            return
-        samples = self._decode(data)
+        self._check_room(len(data) // width * RATE // self.config.sample_rate * SAMPLE_BYTES)
+        if not self.closing:
+            await self._hear(self._decode(data))
+
+    async def hear(self, samples: npt.NDArray[np.int16]) -> None:
+        """16 kHz samples, as a WebRTC call decodes them (`realtime.call`), in as appended
+        audio goes once decoded."""
+        self._check_room(len(samples) * SAMPLE_BYTES)
+        if not self.closing:
+            await self._hear(samples)
+
+    async def _hear(self, samples: npt.NDArray[np.int16]) -> None:
         self._buffer.append(samples)
         if self.config.turn_detection is None:
             return
@@ -138,6 +137,18 @@ class Turns:
             self._live.send_until(self._buffer, self._buffer.heard)
         await self._at_pause()
         self._buffer.trim(self._detector.keep_from)
+
+    def _check_room(self, incoming: int) -> None:
+        """With manual commits, `incoming` more bytes must fit in the buffer."""
+        if self.config.turn_detection is None and (
+            self._buffer.held_bytes + incoming > MAX_BUFFER_SECONDS * RATE * SAMPLE_BYTES
+        ):
+            raise EventError(
+                f"The input audio buffer holds {MAX_BUFFER_SECONDS // 60} minutes at most: "
+                "commit it, or turn server VAD on.",
+                "input_audio_buffer_full",
+                "audio",
+            )
 
     async def commit(self) -> None:
         """The client's commit: everything not committed yet becomes an utterance."""

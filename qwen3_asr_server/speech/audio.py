@@ -240,11 +240,26 @@ class Resampler:
             samples.reshape(1, -1), format=self.format, layout=self.layout
         )
         frame.sample_rate = self.rate
-        out = [
-            np.frombuffer(memoryview(done.planes[0])[: done.samples * 2], dtype=np.int16)
-            for done in self._resampler.resample(frame)
-        ]
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.int16)
+        return _samples(self._resampler.resample(frame))
+
+
+class FrameResampler:
+    """Decoded frames of any format, layout and rate (a WebRTC call's Opus, 48 kHz stereo),
+    as 16 kHz mono samples; a live stream, as `Resampler`'s."""
+
+    def __init__(self) -> None:
+        self._resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+
+    def __call__(self, frame: av.AudioFrame) -> npt.NDArray[np.int16]:
+        return _samples(self._resampler.resample(frame))
+
+
+def _samples(frames: list[av.AudioFrame]) -> npt.NDArray[np.int16]:
+    """A resampler's s16 mono frames as one array."""
+    out = [
+        np.frombuffer(memoryview(done.planes[0])[: done.samples * 2], np.int16) for done in frames
+    ]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int16)
 
 
 def _declared_rate(stream: av.AudioStream) -> int:

@@ -1,0 +1,80 @@
+"""`POST /v1/realtime/calls`: OpenAI's WebRTC door to a Realtime transcription session.
+
+The body is the caller's SDP offer, alone (`application/sdp`) or with the session it opens
+(`multipart/form-data`: `sdp` and `session`, as the openai SDK sends it); the answer is 201,
+the SDP answer, and `Location: /v1/realtime/calls/{call_id}`. The offer and the session are
+checked, and a seat taken (`--max-sessions`, shared with WebSocket sessions: a full server
+answers 429), before a peer connection is made; the call then runs by itself
+(`realtime.call`) and gives the seat back when it ends. The key, the drain and the body's size
+(`middleware.body_limits`) are checked before this, as for any route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request, Response
+from starlette.datastructures import FormData, UploadFile
+
+from ..errors import APIError
+from ..protocol import calls as protocol
+from ..realtime import call
+from ..state import State
+
+router = APIRouter()
+
+
+@router.post(protocol.PATH, status_code=201, response_class=Response)
+async def create_call(request: Request, state: State) -> Response:
+    sdp, session = await _read(request)
+    offer = protocol.offer(sdp, session, state.policy)
+    state.upstream.check_ready()
+    state.seats.take()
+    try:
+        await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
+        made = call.Call(state, request.state.request_id, offer.config)
+        answer = await made.answer(offer.sdp)
+    except BaseException:
+        state.seats.leave()
+        raise
+    call.start(state, made)
+    return Response(
+        answer,
+        201,
+        headers={"Location": f"/v1/realtime/calls/{made.id}"},
+        media_type=protocol.SDP,
+    )
+
+
+async def _read(request: Request) -> tuple[str, str | None]:
+    """The offer and the session's JSON (None without one), from either kind of body."""
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind == protocol.SDP:
+        return _text(await request.body(), "sdp"), None
+    if kind != protocol.FORM:
+        raise protocol.unsupported_type(kind)
+    async with request.form(max_files=2, max_fields=2) as form:
+        sdp = await _field(form, "sdp")
+        if sdp is None:
+            raise APIError(
+                400,
+                "Missing required parameter: 'sdp' (the SDP offer).",
+                param="sdp",
+                code="missing_required_parameter",
+            )
+        return sdp, await _field(form, "session")
+
+
+async def _field(form: FormData, name: str) -> str | None:
+    """A form field, sent as a plain field or as a part with a file name (as the SDK does)."""
+    value = form.get(name)
+    if isinstance(value, UploadFile):
+        return _text(await value.read(), name)
+    return value
+
+
+def _text(data: bytes, name: str) -> str:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise APIError(400, f"'{name}' is not UTF-8 text.", param=name) from None
