@@ -31,6 +31,7 @@ from .metrics import Metrics
 from .middleware.access_log import AccessLogMiddleware
 from .middleware.auth import Authentication
 from .middleware.body_limits import BodyLimit, body_caps
+from .middleware.cors import RealtimeCORS
 from .middleware.disconnect import CancelOnDisconnect
 from .middleware.drain import DrainMiddleware
 from .middleware.early_close import CloseEarlyAnswers
@@ -265,7 +266,8 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     """The middleware. Added last is outermost: metrics see every answer, each carries its
     request id; the access log sees the id and the final status (an unexpected error's 500
     included); a draining server refuses before another site's page and the key are looked
-    at, the key before the body is read; any answer given before the body is in closes its
+    at, the key before the body is read; the Realtime routes' CORS headers go on every
+    answer of theirs, an error's included; any answer given before the body is in closes its
     connection."""
     settings = state.settings
     app.add_middleware(BodyLimit, caps=body_caps(settings))
@@ -274,6 +276,7 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     app.add_middleware(OriginCheck, allowed=settings.allowed_origins)
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(ErrorGuard)
+    app.add_middleware(RealtimeCORS, allowed=settings.allowed_origins)
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)

@@ -12,19 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import pytest
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 
 from qwen3_asr_server.model.catalog import DIARIZE
-from tests.fixtures.audio import pcm_wav
-from tests.fixtures.browser import Browser, available
+from tests.fixtures.browser import Browser
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.speech import RATE, sentence, speech_wav, spoken
+from tests.fixtures.speech import speech_wav, spoken
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
 
@@ -43,28 +41,6 @@ def clock(seconds: float) -> str:
     """The page's way of writing a time: minutes:seconds to a tenth."""
     minutes = int(seconds // 60)
     return f"{minutes}:{seconds - minutes * 60:04.1f}"
-
-
-def two_sentences_then_quiet() -> bytes:
-    """The fake microphone's sound (looped by Chromium): sentence 1, a 1.5 s pause,
-    sentence 2, 2.5 s of silence; 16 kHz 16-bit mono at about -20 dBFS."""
-    parts = [np.zeros(RATE // 2), sentence(1), np.zeros(RATE * 3 // 2), sentence(2)]
-    signal = np.concatenate([*parts, np.zeros(RATE * 5 // 2)])
-    signal *= 0.1 / np.sqrt(np.mean(signal[signal != 0] ** 2))
-    return pcm_wav(np.round(signal * 32767).astype("<i2").tobytes(), rate=RATE)
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    assert available(), "Chromium and chromedriver are needed: bash scripts/test.sh installs them"
-    folder = tmp_path_factory.mktemp("browser")
-    microphone = folder / "microphone.wav"
-    microphone.write_bytes(two_sentences_then_quiet())
-    downloads = folder / "downloads"
-    downloads.mkdir()
-    chromium = Browser(downloads, microphone)
-    yield chromium
-    chromium.quit()
 
 
 @pytest.fixture(scope="module")
