@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 
 from ..errors import CLOSE, APIError, invalid
+from . import client_secrets
 from .fields import Policy
-from .realtime import SessionConfig, apply_update, check
+from .realtime import SessionConfig, check
 
 PATH = "/v1/realtime/calls"
 MAX_OFFER_BYTES = 64 << 10  # a browser's offer is 3-8 kB; its form, with a session, no more
@@ -31,9 +32,10 @@ class Offer:
     config: SessionConfig
 
 
-def offer(sdp: str, session: str | None, policy: Policy) -> Offer:
-    """The offer and the session it asks for (the defaults without one), checked."""
-    return Offer(checked_sdp(sdp), session_config(session, policy))
+def offer(sdp: str, session: str | None, policy: Policy, base: SessionConfig | None) -> Offer:
+    """The offer and the session it asks for, checked: `session` over `base` (what an
+    ephemeral key was minted for; a new session's defaults without one)."""
+    return Offer(checked_sdp(sdp), session_config(session, policy, base))
 
 
 def checked_sdp(sdp: str) -> str:
@@ -72,17 +74,19 @@ def checked_sdp(sdp: str) -> str:
     return sdp
 
 
-def session_config(session: str | None, policy: Policy) -> SessionConfig:
-    """The `session` field (JSON) as a `session.update` would configure a new session."""
+def session_config(
+    session: str | None, policy: Policy, base: SessionConfig | None = None
+) -> SessionConfig:
+    """The `session` field (JSON) over `base`, as a `session.update` would configure it."""
     if session is None:
-        return SessionConfig()
+        return base or SessionConfig()
     try:
         given: Any = orjson.loads(session)
     except orjson.JSONDecodeError as exc:
         raise invalid(f"'session' is not valid JSON: {exc}.", "session", "invalid_json") from None
     if not isinstance(given, dict):
         raise invalid("'session' must be a JSON object.", "session", "invalid_type")
-    config = apply_update(SessionConfig(), {"type": "session.update", "session": given})
+    config = client_secrets.session_config(given, base)
     check(config, policy)
     return config
 

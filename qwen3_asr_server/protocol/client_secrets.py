@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import EventError
 from .fields import Between, OneOf
+from .realtime import SessionConfig, apply_update
 
 DEFAULT_SECONDS, MIN_SECONDS, MAX_SECONDS = 600, 10, 7200  # OpenAI's default and range
 
@@ -28,3 +30,18 @@ class ClientSecretCreate(BaseModel):
 
     expires_after: SecretExpiry = SecretExpiry()
     session: dict[str, Any] = {"type": "transcription"}
+
+
+def session_config(session: dict[str, Any], base: SessionConfig | None = None) -> SessionConfig:
+    """The configuration a GA transcription `session` object asks for, given where no
+    `session.update` carries it (a client secret's, a WebRTC call's offer), over `base` (a new
+    session's by default); an `EventError` naming the field that is wrong."""
+    kind = session.get("type", "transcription")
+    if kind != "transcription":
+        raise EventError(
+            f"This server offers transcription sessions only (session.type 'transcription'), "
+            f"not {kind!r}: Qwen3-ASR transcribes, it does not converse.",
+            "invalid_value",
+            "session.type",
+        )
+    return apply_update(base or SessionConfig(), {"type": "session.update", "session": session})

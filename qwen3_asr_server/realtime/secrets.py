@@ -30,7 +30,6 @@ import pybase64
 from pydantic import SecretStr
 
 from ..errors import APIError, EventError
-from ..protocol.realtime import SessionConfig, apply_update
 
 PREFIX = "ek_"
 MAX_CHARS = 6_000  # so that it fits a header line (websockets reads at most 8 KiB per line)
@@ -102,17 +101,3 @@ class ClientSecrets:
                 "POST /v1/realtime/client_secrets."
             )
         return grant
-
-
-def session_config(session: dict[str, Any]) -> SessionConfig:
-    """The configuration a GA transcription `session` object asks for, from a new session's;
-    an `EventError` naming the field that is wrong (`session.audio.input...`)."""
-    kind = session.get("type", "transcription")
-    if kind != "transcription":
-        raise EventError(
-            f"This server offers transcription sessions only (session.type 'transcription'), "
-            f"not {kind!r}: Qwen3-ASR transcribes, it does not converse.",
-            "invalid_value",
-            "session.type",
-        )
-    return apply_update(SessionConfig(), {"type": "session.update", "session": session})

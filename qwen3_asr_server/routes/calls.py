@@ -2,7 +2,9 @@
 
 The body is the caller's SDP offer, alone (`application/sdp`) or with the session it opens
 (`multipart/form-data`: `sdp` and `session`, as the openai SDK sends it); the answer is 201,
-the SDP answer, and `Location: /v1/realtime/calls/{call_id}`. The offer and the session are
+the SDP answer, and `Location: /v1/realtime/calls/{call_id}`. A call made with an ephemeral key
+starts with the session the key was minted for, the form's `session` (if any) applied over
+it, as a `session.update` would be. The offer and the session are
 checked, and a seat taken (`--max-sessions`, shared with WebSocket sessions: a full server
 answers 429), before a peer connection is made; the call then runs by itself
 (`realtime.call`) and gives the seat back when it ends. The key, the drain and the body's size
@@ -20,6 +22,7 @@ from ..errors import APIError
 from ..protocol import calls as protocol
 from ..realtime import call
 from ..state import State
+from .client_secrets import granted
 
 router = APIRouter()
 
@@ -27,7 +30,7 @@ router = APIRouter()
 @router.post(protocol.PATH, status_code=201, response_class=Response)
 async def create_call(request: Request, state: State) -> Response:
     sdp, session = await _read(request)
-    offer = protocol.offer(sdp, session, state.policy)
+    offer = protocol.offer(sdp, session, state.policy, granted(request, state))
     state.upstream.check_ready()
     state.seats.take()
     try:

@@ -17,10 +17,10 @@ from starlette.requests import HTTPConnection
 from ..errors import invalid
 from ..middleware.auth import bearer
 from ..protocol import realtime
-from ..protocol.client_secrets import ClientSecretCreate
+from ..protocol.client_secrets import ClientSecretCreate, session_config
 from ..protocol.jobs import read
 from ..protocol.realtime import SessionConfig
-from ..realtime.secrets import ClientSecrets, Grant, is_ephemeral, session_config
+from ..realtime.secrets import ClientSecrets, Grant, is_ephemeral
 from ..realtime.server_events import new_id, session_object
 from ..state import AppState, State
 

@@ -97,25 +97,28 @@ async def offer_sdp(peer: Peer) -> str:
     return str(peer.pc.localDescription.sdp)
 
 
-async def post_sdp(url: str, sdp: str) -> httpx.Response:
+async def post_sdp(url: str, sdp: str, key: str | None = None) -> httpx.Response:
+    headers = {"Content-Type": "application/sdp"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
     async with httpx.AsyncClient(timeout=30) as http:
-        return await http.post(
-            f"{url}/v1/realtime/calls", content=sdp, headers={"Content-Type": "application/sdp"}
-        )
+        return await http.post(f"{url}/v1/realtime/calls", content=sdp, headers=headers)
 
 
 @asynccontextmanager
-async def calling(url: str, wav: Path | None, form: bool = False) -> AsyncIterator[Peer]:
+async def calling(
+    url: str, wav: Path | None, form: bool = False, key: str | None = None
+) -> AsyncIterator[Peer]:
     """A call answered (201), the peer connected to it; hung up at the end."""
     peer = offering(wav)
     try:
         sdp = await offer_sdp(peer)
         if form:  # the SDK's multipart/form-data, with a session
-            sdk = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+            sdk = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key or "-", max_retries=0)
             raw = await sdk.realtime.calls.with_raw_response.create(sdp=sdp, session=SESSION)
             status, headers, answer = raw.status_code, raw.headers, raw.content.decode()
         else:
-            response = await post_sdp(url, sdp)
+            response = await post_sdp(url, sdp, key)
             status, headers, answer = response.status_code, response.headers, response.text
         assert status == 201, answer
         assert headers["content-type"].startswith("application/sdp")
@@ -161,6 +164,28 @@ async def test_a_call_turns_its_speech_into_events_on_the_data_channel(
     assert float(heard) == pytest.approx(1.95, abs=0.2)
     if form:  # the session the offer came with
         assert created.session.audio.input.transcription.prompt == "A call."
+
+
+@pytest.mark.parametrize("form", [False, True], ids=["application/sdp", "multipart"])
+async def test_an_ephemeral_key_opens_a_call_with_the_session_it_was_minted_for(
+    speech: Path, form: bool
+) -> None:
+    """As OpenAI's WebRTC guide: the app's backend mints a key, the page calls with it; a
+    session sent with the offer (the SDK's form) is applied over the minted one."""
+    minted = {
+        "type": "transcription",
+        "audio": {"input": {"transcription": {"language": "de", "prompt": "Minted."}}},
+    }
+    with serving(api_key="sk-real") as url:
+        sdk = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-real", max_retries=0)
+        secret = await sdk.realtime.client_secrets.create(session=minted)
+        async with calling(url, speech, form=form, key=secret.value) as peer:
+            events = await peer.until(count(TRANSCRIPTION + "completed"))
+    created = SessionCreatedEvent.model_validate(events[0])
+    transcription = created.session.audio.input.transcription
+    assert transcription.language == "de"
+    assert transcription.prompt == ("A call." if form else "Minted.")
+    assert of(events, TRANSCRIPTION + "completed")
 
 
 async def test_the_channel_takes_client_events_as_a_websocket_does(speech: Path) -> None:

@@ -11,6 +11,7 @@ from pydantic import SecretStr
 
 from qwen3_asr_server.errors import APIError, EventError
 from qwen3_asr_server.model import languages
+from qwen3_asr_server.protocol.client_secrets import session_config
 from qwen3_asr_server.protocol.realtime import ServerVad, SessionConfig
 from qwen3_asr_server.realtime.secrets import (
     MAX_CHARS,
@@ -18,7 +19,6 @@ from qwen3_asr_server.realtime.secrets import (
     ClientSecrets,
     Grant,
     is_ephemeral,
-    session_config,
 )
 from qwen3_asr_server.serving.log_redaction import redact
 
