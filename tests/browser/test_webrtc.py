@@ -20,8 +20,7 @@ from starlette.staticfiles import StaticFiles
 from tests.fixtures.browser import Browser
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.standin import StandIn
-from tests.integration.realtime.test_realtime import HEARD
+from tests.fixtures.standin import SENTENCES, StandIn
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +61,7 @@ def test_a_page_of_another_origin_calls_with_an_ephemeral_key_and_gets_captions(
     server = LiveServer(StandIn(MODEL, describe=True), api_key=KEY, allowed_origins=[app_site.url])
     try:
         backend = openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
-        minted = backend.realtime.client_secrets.create(session=SESSION)  # type: ignore[arg-type]
+        minted = backend.realtime.client_secrets.create(session=SESSION)
         browser.open(f"{app_site.url}/webrtc.html")
         browser.driver.execute_script(
             "startCall(arguments[0], arguments[1])", server.url, minted.value
@@ -73,15 +72,16 @@ def test_a_page_of_another_origin_calls_with_an_ephemeral_key_and_gets_captions(
         browser.driver.execute_script("window.hangUp()")
     finally:
         server.stop()
-    created = SessionCreatedEvent.model_validate(events[0])
-    assert created.session.type == "transcription"
-    transcription = created.session.audio.input.transcription  # type: ignore[union-attr]
-    assert (transcription.language, transcription.prompt) == ("en", "Two sentences.")
+    assert SessionCreatedEvent.model_validate(events[0]).session.type == "transcription"
+    minted = events[0]["session"]["audio"]["input"]  # the session the key was minted for
+    assert minted["transcription"]["language"] == "en"
+    assert minted["transcription"]["prompt"] == "Two sentences."
+    assert minted["turn_detection"]["silence_duration_ms"] == 700
     kinds = [event["type"] for event in events]
     started = kinds.index("input_audio_buffer.speech_started")
     stopped = kinds.index("input_audio_buffer.speech_stopped")
     assert started < stopped < kinds.index("input_audio_buffer.committed")
     done = ConversationItemInputAudioTranscriptionCompletedEvent.model_validate(events[-1])
     assert done.item_id == events[started]["item_id"]
-    assert HEARD.fullmatch(done.transcript)  # the stand-in's words for what it heard
+    assert done.transcript == SENTENCES["English"]  # the stand-in's, with English forced
     assert browser.problems() == []
