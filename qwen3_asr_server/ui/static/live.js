@@ -1,10 +1,11 @@
-// The Microphone view: live captions over OpenAI's Realtime API (transcription intent).
+// The Microphone view: live captions over a WebRTC call to OpenAI's Realtime API (transcription).
 
-import { APIError, call, clock, storedKey } from "./api.js";
+import { APIError, call, clock, postJSON } from "./api.js";
 import { readOptions } from "./files.js";
 
-const RATE = 24_000; // OpenAI's Realtime PCM rate
-const APPEND_SAMPLES = RATE / 10; // 100 ms an append
+const FAILED =
+  "The call could not connect: this browser cannot reach the server's address for calls (UDP). " +
+  "A server behind NAT (a container's published port) needs host networking for calls.";
 
 export function setUpLive(page) {
   const form = document.getElementById("live-form");
@@ -12,7 +13,7 @@ export function setUpLive(page) {
   const error = document.getElementById("live-error");
   const vad = document.getElementById("vad");
   const captions = document.getElementById("captions");
-  let live = null; // {socket, stream, context}
+  let live = null; // {pc, stream, events}
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -25,32 +26,35 @@ export function setUpLive(page) {
     vad.textContent = words;
   }
 
+  // A WebRTC call as OpenAI's WebRTC guide makes one: an ephemeral key for the session the
+  // form describes (minted with the page's key, if the server has one), the microphone as the
+  // call's track, the events on its "oai-events" channel.
   async function start() {
     error.textContent = "";
     toggle.disabled = true;
     try {
-      await call("/v1/models"); // a refused key is a 401 here, in words; a WebSocket only closes
+      const minted = await postJSON("/v1/realtime/client_secrets", { session: session(readOptions("live")) });
       const stream = await navigator.mediaDevices.getUserMedia({
         audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true },
       });
-      const context = new AudioContext({ sampleRate: RATE });
-      await context.audioWorklet.addModule("/ui/capture.js");
-      const capture = new AudioWorkletNode(context, "capture");
-      context.createMediaStreamSource(stream).connect(capture);
-      const socket = open(readOptions("live"));
-      live = { socket, stream, context };
-      let pending = [];
-      let count = 0;
-      capture.port.onmessage = ({ data }) => {
-        pending.push(data);
-        count += data.length;
-        if (count < APPEND_SAMPLES || socket.readyState !== WebSocket.OPEN) return;
-        socket.send(JSON.stringify({ type: "input_audio_buffer.append", audio: pcm16(pending, count) }));
-        pending = [];
-        count = 0;
+      const pc = new RTCPeerConnection();
+      pc.addTrack(stream.getAudioTracks()[0], stream);
+      const events = pc.createDataChannel("oai-events");
+      live = { pc, stream, events };
+      events.onmessage = ({ data }) => handle(JSON.parse(data));
+      events.onclose = () => ended("The server ended the call.");
+      pc.onconnectionstatechange = () => {
+        if (pc.connectionState === "failed") ended(FAILED);
       };
+      state("connecting", "Connecting…");
+      await pc.setLocalDescription(await pc.createOffer());
+      const answer = await call("/v1/realtime/calls", {
+        method: "POST",
+        body: pc.localDescription.sdp,
+        headers: { Authorization: `Bearer ${minted.value}`, "Content-Type": "application/sdp" },
+      });
+      await pc.setRemoteDescription({ type: "answer", sdp: await answer.text() });
       toggle.textContent = "Stop";
-      state("silent", "Listening: silent");
     } catch (caught) {
       error.textContent =
         caught instanceof APIError ? caught.message : `The microphone could not be used: ${caught.message || caught}`;
@@ -61,40 +65,21 @@ export function setUpLive(page) {
     }
   }
 
+  function ended(words) {
+    stop("Microphone off");
+    error.textContent = words;
+  }
+
   function stop(words) {
     if (live) {
-      live.socket.onclose = null;
-      live.socket.close();
+      live.pc.onconnectionstatechange = null;
+      live.events.onclose = null;
+      live.pc.close();
       for (const track of live.stream.getTracks()) track.stop();
-      live.context.close();
       live = null;
     }
     toggle.textContent = "Start";
     state("off", words);
-  }
-
-  function open(options) {
-    const key = storedKey();
-    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const protocols = ["realtime", ...(key ? [`openai-insecure-api-key.${key}`] : [])];
-    const socket = new WebSocket(`${scheme}//${location.host}/v1/realtime?intent=transcription`, protocols);
-    socket.onopen = () => {
-      const transcription = { model: "gpt-4o-transcribe" };
-      if (options.language) transcription.language = options.language;
-      if (options.prompt) transcription.prompt = options.prompt;
-      const input = {
-        format: { type: "audio/pcm", rate: RATE },
-        transcription,
-        turn_detection: { type: "server_vad" },
-      };
-      socket.send(JSON.stringify({ type: "session.update", session: { type: "transcription", audio: { input } } }));
-    };
-    socket.onmessage = ({ data }) => handle(JSON.parse(data));
-    socket.onclose = (event) => {
-      stop("Microphone off");
-      error.textContent = `The server closed the session (${event.code}${event.reason ? `: ${event.reason}` : ""}).`;
-    };
-    return socket;
   }
 
   function caption(itemId) {
@@ -115,6 +100,9 @@ export function setUpLive(page) {
 
   function handle(event) {
     switch (event.type) {
+      case "session.created":
+        state("silent", "Listening: silent");
+        break;
       case "input_audio_buffer.speech_started":
         state("speaking", "Listening: speaking");
         caption(event.item_id).querySelector(".time").textContent = clock(event.audio_start_ms / 1000);
@@ -145,20 +133,10 @@ export function setUpLive(page) {
   }
 }
 
-// Float32 blocks in -1..1 as base64 of 16-bit little-endian PCM.
-function pcm16(blocks, count) {
-  const bytes = new Uint8Array(count * 2);
-  const view = new DataView(bytes.buffer);
-  let at = 0;
-  for (const block of blocks) {
-    for (const sample of block) {
-      view.setInt16(at, Math.max(-1, Math.min(1, sample)) * 0x7fff, true);
-      at += 2;
-    }
-  }
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
+// The session the form describes, in the GA shape (the call's audio is its track: no format).
+function session(options) {
+  const transcription = { model: "gpt-4o-transcribe" };
+  if (options.language) transcription.language = options.language;
+  if (options.prompt) transcription.prompt = options.prompt;
+  return { type: "transcription", audio: { input: { transcription, turn_detection: { type: "server_vad" } } } };
 }
