@@ -23,8 +23,9 @@ class RealtimeSettings(BaseModel):
     allowed_origins: Annotated[list[str], NoDecode] = Field(
         [],
         description="Comma-separated web origins (`https://app.example.com`, or `*` for any) "
-        "whose pages may open /v1/realtime, besides the server's own; clients that send no "
-        "`Origin` (SDKs, servers) are not affected.",
+        "whose pages may open /v1/realtime, besides the server's own, and mint client secrets "
+        "and make WebRTC calls with CORS; clients that send no `Origin` (SDKs, servers) are "
+        "not affected.",
         json_schema_extra={"metavar": "ORIGIN,..."},
     )
     max_sessions: int = Field(
