@@ -1,8 +1,11 @@
-"""One headless Chromium for every browser test, its fake microphone speaking two sentences."""
+"""One headless Chromium for every browser test, its fake microphone speaking two sentences;
+and, for the one test of a network that lets no UDP through, a second that WebRTC gets no
+UDP from."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,14 +24,26 @@ def two_sentences_then_quiet() -> bytes:
     return pcm_wav(np.round(signal * 32767).astype("<i2").tobytes(), rate=RATE)
 
 
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+def start(folder: Path, preferences: dict[str, str] | None = None) -> Browser:
     assert available(), "Chromium and chromedriver are needed: bash scripts/test.sh installs them"
-    folder = tmp_path_factory.mktemp("browser")
     microphone = folder / "microphone.wav"
     microphone.write_bytes(two_sentences_then_quiet())
     downloads = folder / "downloads"
     downloads.mkdir()
-    chromium = Browser(downloads, microphone)
+    return Browser(downloads, microphone, preferences)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    chromium = start(tmp_path_factory.mktemp("browser"))
+    yield chromium
+    chromium.quit()
+
+
+@pytest.fixture
+def browser_without_udp(tmp_path: Path) -> Iterator[Browser]:
+    """Chromium whose WebRTC offers no candidates (no UDP, no proxy to send it through), so a
+    call's ICE has nothing to try and never connects: as where only the HTTP port is reached."""
+    chromium = start(tmp_path, {"webrtc.ip_handling_policy": "disable_non_proxied_udp"})
     yield chromium
     chromium.quit()

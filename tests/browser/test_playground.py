@@ -23,7 +23,7 @@ from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import speech_wav, spoken
-from tests.fixtures.standin import StandIn
+from tests.fixtures.standin import SENTENCES, StandIn
 from tests.fixtures.standin_aligner import StandInAligner
 
 pytestmark = pytest.mark.browser
@@ -137,24 +137,34 @@ def test_words_are_highlighted_as_they_play_when_the_server_has_an_aligner(
         backend.stop()
 
 
+def live_captions(
+    browser: Browser, server: LiveServer, transport: str, language: str = ""
+) -> list[str]:
+    """Start the microphone (in `language`, if given), see the status name `transport` while
+    the speaker speaks, and return the captions' texts once both sentences are done, each
+    after its start time."""
+    browser.open(server.url)
+    ready(browser)
+    browser.find("#live-tab").click()
+    assert browser.find("#live-panel").is_displayed()
+    Select(browser.find("#live-language")).select_by_value(language)
+    browser.find("#live-toggle").click()
+    speaking = f"Listening ({transport}): speaking"
+    browser.wait(lambda: browser.text("#vad") == speaking, 20, f"never {speaking!r}")
+    assert browser.find("#vad").get_attribute("data-state") == "speaking"
+    done = browser.wait(lambda: len(browser.all("#captions li.done")) >= 2 or None, 30)
+    assert done
+    times = [caption.text for caption in browser.all("#captions li.done .time")]
+    assert all(time.count(":") == 1 for time in times)
+    return [caption.text for caption in browser.all("#captions li.done .text")]
+
+
 def test_the_microphone_gives_live_captions_of_each_utterance(
     browser: Browser, server: LiveServer
 ) -> None:
-    browser.open(server.url)
-    ready(browser)
-    tab = browser.find("#live-tab")
-    tab.click()
-    assert browser.find("#live-panel").is_displayed()
-    browser.find("#live-toggle").click()
-    browser.wait(lambda: browser.find("#vad").get_attribute("data-state") == "speaking", 20)
-    done = browser.wait(lambda: len(browser.all("#captions li.done")) >= 2 or None, 30)
-    assert done
-    captions = browser.all("#captions li.done")
-    for caption in captions[:2]:
-        time, text = caption.find_element("css selector", ".time"), caption.text
-        assert time.text.count(":") == 1
-        assert "Heard" in text  # the stand-in names the utterance's length
-    first = float(captions[0].find_element("css selector", ".time").text.split(":")[1])
+    captions = live_captions(browser, server, "WebRTC")
+    assert all(text.startswith("Heard ") for text in captions)  # the utterance's length
+    first = float(browser.all("#captions li.done .time")[0].text.split(":")[1])
     # sentence 1 starts 0.5 s into the microphone's sound (less the prefix padding), heard
     # from the call's first audio: at 0 if the call connected after the sentence began
     assert 0.0 <= first <= 0.6
@@ -164,6 +174,25 @@ def test_the_microphone_gives_live_captions_of_each_utterance(
     urls = only_this_server(browser, server)
     assert f"{server.url}/v1/realtime/client_secrets" in urls  # a WebRTC call, as OpenAI's
     assert f"{server.url}/v1/realtime/calls" in urls
+    assert not [url for url in urls if url.startswith("ws")]
+
+
+def test_the_microphone_goes_over_the_websocket_where_the_call_cannot_connect(
+    browser_without_udp: Browser, server: LiveServer
+) -> None:
+    """As behind a container's published port: the call is answered, its ICE never connects,
+    and the same ephemeral key opens the Realtime WebSocket on the HTTP port instead, with
+    the session it was minted for (French forced: the stand-in's French sentence)."""
+    via = "WebSocket: WebRTC could not connect"
+    captions = live_captions(browser_without_udp, server, via, language="fr")
+    assert captions[:2] == [SENTENCES["French"]] * 2
+    assert browser_without_udp.text("#live-error") == ""
+    browser_without_udp.find("#live-toggle").click()
+    assert browser_without_udp.text("#vad") == "Microphone off"
+    urls = only_this_server(browser_without_udp, server)
+    assert f"{server.url}/v1/realtime/calls" in urls  # tried first
+    websocket = f"ws{server.url.removeprefix('http')}/v1/realtime?intent=transcription"
+    assert websocket in urls
 
 
 def test_a_server_with_a_key_asks_for_it_and_says_when_it_is_wrong(

@@ -36,7 +36,7 @@ async def test_the_page_and_every_file_it_names_are_served_locked_down(harness: 
     assert " style=" not in page.text
     named = re.findall(r'(?:src|href)="(/[^"]*)"', page.text)
     assert "/ui/app.js" in named
-    scripts = ["/ui/api.js", "/ui/files.js", "/ui/live.js"]
+    scripts = ["/ui/api.js", "/ui/files.js", "/ui/live.js", "/ui/transports.js", "/ui/capture.js"]
     for path in [*named, *scripts]:
         response = await harness.http.get(path)
         assert response.status_code == 200, path

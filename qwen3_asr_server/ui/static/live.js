@@ -1,11 +1,9 @@
-// The Microphone view: live captions over a WebRTC call to OpenAI's Realtime API (transcription).
+// The Microphone view: live captions over OpenAI's Realtime API (transcription), a WebRTC call
+// first and the Realtime WebSocket where the call cannot connect (`transports.js`).
 
-import { APIError, call, clock, postJSON } from "./api.js";
+import { APIError, clock, postJSON } from "./api.js";
 import { readOptions } from "./files.js";
-
-const FAILED =
-  "The call could not connect: this browser cannot reach the server's address for calls (UDP). " +
-  "A server behind NAT (a container's published port) needs host networking for calls.";
+import { NotConnected, callOverWebRTC, streamOverWebSocket } from "./transports.js";
 
 export function setUpLive(page) {
   const form = document.getElementById("live-form");
@@ -13,7 +11,7 @@ export function setUpLive(page) {
   const error = document.getElementById("live-error");
   const vad = document.getElementById("vad");
   const captions = document.getElementById("captions");
-  let live = null; // {pc, stream, events}
+  let live = null; // {stream, via: the transport in words, link: its close(), once open}
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -26,9 +24,12 @@ export function setUpLive(page) {
     vad.textContent = words;
   }
 
-  // A WebRTC call as OpenAI's WebRTC guide makes one: an ephemeral key for the session the
-  // form describes (minted with the page's key, if the server has one), the microphone as the
-  // call's track, the events on its "oai-events" channel.
+  function listening(what) {
+    return `Listening (${live.via}): ${what}`;
+  }
+
+  // An ephemeral key for the session the form describes (minted with the page's key, if the
+  // server has one), which opens that session over either transport.
   async function start() {
     error.textContent = "";
     toggle.disabled = true;
@@ -37,23 +38,9 @@ export function setUpLive(page) {
       const stream = await navigator.mediaDevices.getUserMedia({
         audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true },
       });
-      const pc = new RTCPeerConnection();
-      pc.addTrack(stream.getAudioTracks()[0], stream);
-      const events = pc.createDataChannel("oai-events");
-      live = { pc, stream, events };
-      events.onmessage = ({ data }) => handle(JSON.parse(data));
-      events.onclose = () => ended("The server ended the call.");
-      pc.onconnectionstatechange = () => {
-        if (pc.connectionState === "failed") ended(FAILED);
-      };
+      live = { stream, via: "WebRTC", link: null };
       state("connecting", "Connecting…");
-      await pc.setLocalDescription(await pc.createOffer());
-      const answer = await call("/v1/realtime/calls", {
-        method: "POST",
-        body: pc.localDescription.sdp,
-        headers: { Authorization: `Bearer ${minted.value}`, "Content-Type": "application/sdp" },
-      });
-      await pc.setRemoteDescription({ type: "answer", sdp: await answer.text() });
+      live.link = await connect(minted.value, stream);
       toggle.textContent = "Stop";
     } catch (caught) {
       error.textContent =
@@ -65,6 +52,16 @@ export function setUpLive(page) {
     }
   }
 
+  async function connect(key, stream) {
+    try {
+      return await callOverWebRTC(key, stream, handle, ended);
+    } catch (caught) {
+      if (!(caught instanceof NotConnected)) throw caught;
+    }
+    live.via = "WebSocket: WebRTC could not connect";
+    return streamOverWebSocket(key, stream, handle, ended);
+  }
+
   function ended(words) {
     stop("Microphone off");
     error.textContent = words;
@@ -72,9 +69,7 @@ export function setUpLive(page) {
 
   function stop(words) {
     if (live) {
-      live.pc.onconnectionstatechange = null;
-      live.events.onclose = null;
-      live.pc.close();
+      live.link?.close();
       for (const track of live.stream.getTracks()) track.stop();
       live = null;
     }
@@ -101,14 +96,14 @@ export function setUpLive(page) {
   function handle(event) {
     switch (event.type) {
       case "session.created":
-        state("silent", "Listening: silent");
+        state("silent", listening("silent"));
         break;
       case "input_audio_buffer.speech_started":
-        state("speaking", "Listening: speaking");
+        state("speaking", listening("speaking"));
         caption(event.item_id).querySelector(".time").textContent = clock(event.audio_start_ms / 1000);
         break;
       case "input_audio_buffer.speech_stopped":
-        state("silent", "Listening: silent");
+        state("silent", listening("silent"));
         break;
       case "conversation.item.input_audio_transcription.delta":
         caption(event.item_id).querySelector(".text").textContent += event.delta;
@@ -133,7 +128,8 @@ export function setUpLive(page) {
   }
 }
 
-// The session the form describes, in the GA shape (the call's audio is its track: no format).
+// The session the form describes, in the GA shape. No format: a call's audio is its track, and
+// the WebSocket's is the 24 kHz PCM it takes unless told.
 function session(options) {
   const transcription = { model: "gpt-4o-transcribe" };
   if (options.language) transcription.language = options.language;
