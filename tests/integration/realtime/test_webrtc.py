@@ -23,17 +23,21 @@ from openai.types.realtime import (
     ConversationItemInputAudioTranscriptionCompletedEvent,
     SessionCreatedEvent,
 )
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.realtime import call
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.harness import MODEL, LiveServer
-from tests.fixtures.process import ServerProcess, install_launcher
+from tests.fixtures.process import ServerProcess, install_launcher, listening, workers
+from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
 from tests.integration.realtime.test_realtime import HEARD
 
 Events = list[dict[str, Any]]
 TRANSCRIPTION = "conversation.item.input_audio_transcription."
+REALTIME = "/v1/realtime?intent=transcription"
 # one utterance of 1.5 s, between silences: 2.5 s played in real time
 PATTERN = [(0.5, False), (1.5, True), (1.0, False)]
 SESSION = {"type": "transcription", "audio": {"input": {"transcription": {"prompt": "A call."}}}}
@@ -356,3 +360,45 @@ async def test_sigterm_lets_a_call_finish_its_utterance_then_hangs_up(tmp_path: 
         assert await asyncio.to_thread(server.wait_exit) == -signal.SIGTERM
     finally:
         server.stop()
+
+
+def both_listen(server: ServerProcess) -> None:
+    deadline = time.monotonic() + 20
+    while not (len(found := workers(server.proc.pid)) == 2 and found <= listening(server.port)):
+        assert time.monotonic() < deadline, "the two workers never both listened"
+        time.sleep(0.1)
+
+
+async def test_calls_and_websocket_sessions_share_the_seats_of_every_worker(
+    tmp_path: Path, speech: Path
+) -> None:
+    """--workers 2 --max-sessions 2: two calls, wherever they landed, fill the server; a third
+    call and a WebSocket handshake are refused by either worker, until a call hangs up."""
+    standin = ThreadedServer(StandIn(MODEL, describe=True).app).start()
+    args = ["--backend-url", standin.url, "--model", MODEL, "--workers", "2"]
+    server = ServerProcess(tmp_path, [*args, "--max-sessions", "2"])
+    try:
+        await asyncio.to_thread(server.wait_for_health, 200)
+        await asyncio.to_thread(both_listen, server)  # either may answer what follows
+        async with calling(server.url, speech) as first:
+            await first.until(count("session.created"))
+            async with calling(server.url, speech) as second:
+                await second.until(count("session.created"))
+                for _ in range(4):  # new connections: both workers answer some of them
+                    third = offering(speech)
+                    refused = await post_sdp(server.url, await offer_sdp(third))
+                    await third.pc.close()
+                    assert refused.status_code == 429
+                    with pytest.raises(InvalidStatus) as handshake:
+                        await connect(f"{server.url.replace('http', 'ws')}{REALTIME}")
+                    assert handshake.value.response.status_code == 429
+            async with asyncio.timeout(30):  # the seat comes back once the call has ended
+                while True:
+                    try:
+                        async with connect(f"{server.url.replace('http', 'ws')}{REALTIME}"):
+                            break
+                    except InvalidStatus:
+                        await asyncio.sleep(0.2)
+    finally:
+        server.stop()
+        standin.stop()
