@@ -58,7 +58,7 @@ PATTERN = [(3.0, True), (1.0, False)]  # one utterance a cycle, ended by the sec
 COMPLETED = "conversation.item.input_audio_transcription.completed"
 OPEN_SECONDS = 120.0  # for every call of a run to connect
 LATE_SECONDS = 2.0  # a transcript later than this after its speech ended: the server fell behind
-BEHIND_SECONDS = 0.2  # a caller further behind real time than this: the callers fell behind
+BEHIND_SECONDS = 0.5  # a caller this far behind real time in the steady part: callers fell behind
 GRACE_SECONDS = 10.0  # after the steady part, for the transcripts still due
 
 
@@ -109,6 +109,7 @@ class Outcome:
     heard: list[float] = field(default_factory=list)
     behind: float = 0.0
     error: str | None = None
+    refusals: list[str] = field(default_factory=list)  # the server's `error` events
 
 
 class Transcripts:
@@ -123,6 +124,8 @@ class Transcripts:
     def receive(self, message: str | bytes) -> None:
         event = json.loads(message)
         self.opened.set()  # session.created comes first
+        if event["type"] == "error":
+            self.outcome.refusals.append(event["error"]["message"])
         if event["type"] != COMPLETED:
             return
         ends, done = self.speaker.ends, self.outcome.transcribed
@@ -184,6 +187,8 @@ async def call(url: str, transcripts: Transcripts, stop: asyncio.Event) -> None:
         answer.raise_for_status()
         await pc.setRemoteDescription(RTCSessionDescription(answer.text, "answer"))
         await transcripts.finish(stop)
+        if pc.connectionState != "connected":
+            transcripts.outcome.error = f"the peer connection is {pc.connectionState}"
     finally:
         await pc.close()
 
@@ -230,9 +235,12 @@ async def _callers(
     stopped = asyncio.Event()
     everyone = [Transcripts(Speaker(samples.copy(), rate)) for _ in range(count)]
     tasks = [asyncio.create_task(client(url, each, stopped)) for each in everyone]
-    opening = [asyncio.create_task(each.opened.wait()) for each in everyone]
-    await asyncio.wait(opening, timeout=OPEN_SECONDS)
+    await asyncio.gather(
+        *(_connected(each, task) for each, task in zip(everyone, tasks, strict=True))
+    )
     ready.put(sum(each.opened.is_set() for each in everyone))
+    for each in everyone:  # from here on: the steady part
+        each.speaker.behind = 0.0
     await asyncio.to_thread(stop.wait)
     stopped.set()
     for each, result in zip(
@@ -243,9 +251,14 @@ async def _callers(
         if not each.opened.is_set():
             each.outcome.error = each.outcome.error or "never connected"
         each.outcome.sent, each.outcome.behind = len(each.speaker.ends), each.speaker.behind
-    for wait in opening:
-        wait.cancel()
     return [each.outcome for each in everyone]
+
+
+async def _connected(transcripts: Transcripts, task: asyncio.Task[None]) -> None:
+    """Until the caller's session.created came, or the caller failed, or OPEN_SECONDS passed."""
+    opened = asyncio.create_task(transcripts.opened.wait())
+    await asyncio.wait([opened, task], timeout=OPEN_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+    opened.cancel()
 
 
 def measure(
@@ -276,8 +289,19 @@ def measure(
         stop.set()
         for client in clients:
             client.join(30)
+    idle(url)
     used = [(a - b) / wall * 100 for a, b in zip(after, before, strict=True)]
     return summary(kind, count, connected, used[0], sum(used[1:]), outcomes)
+
+
+def idle(url: str) -> None:
+    """Until the server holds no session: a hung-up call's seat is given back once the server
+    sees the hang-up, which a loaded server sees late, and the next run needs every seat."""
+    deadline = time.monotonic() + OPEN_SECONDS
+    while "qwen3_asr_realtime_sessions 0.0" not in httpx.get(f"{url}/metrics", timeout=30).text:
+        if time.monotonic() > deadline:
+            sys.exit(f"webrtc_load.py: sessions still open {OPEN_SECONDS:.0f} s after a run")
+        time.sleep(1)
 
 
 def summary(
@@ -290,6 +314,7 @@ def summary(
     transcribed = sum(min(each.transcribed, each.sent) for each in outcomes)
     behind = max(each.behind for each in outcomes)
     failed = sum(each.error is not None for each in outcomes)
+    refusals = [refusal for each in outcomes for refusal in each.refusals]
     broke = [
         f"{failed} failed ({next(e.error for e in outcomes if e.error)})" if failed else "",
         f"{sent - transcribed} of {sent} utterances not transcribed" if transcribed < sent else "",
@@ -297,6 +322,7 @@ def summary(
         if delays and delays[-1] > LATE_SECONDS
         else "",
         f"callers {behind * 1000:.0f} ms behind real time" if behind > BEHIND_SECONDS else "",
+        f"{len(refusals)} error events ({refusals[0]})" if refusals else "",
     ]
     return {
         "kind": kind,
