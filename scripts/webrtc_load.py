@@ -1,23 +1,17 @@
 #!/usr/bin/env python3
 """How many WebRTC calls one server process carries, beside as many WebSocket sessions: N of
-each (one kind at a time), every one speaking real speech at real-time pace, and the CPU the
-server spends per call or session meanwhile.
+each (one kind at a time), all speaking real speech at real-time pace, and the CPU per call.
 
-server.py runs in front of the tests' stand-in vLLM (its own process, not counted), started as
+server.py runs in front of the tests' stand-in vLLM (not counted), started as
 `scripts/realtime_load.py` starts it. The callers run in `--client-processes` processes of
-their own, whose CPU is read apart from the server's: a call is an aiortc peer whose audio
-track plays the tests' espeak-ng speech (3 s spoken, 1 s of silence, over and over; 20 ms
-frames at 48 kHz, which aiortc encodes as Opus) and which reads the events on its `oai-events`
-channel; a session sends the same speech as 100 ms appends of 24 kHz PCM. Server VAD (Silero).
-
-CPU (user + system of the process and its threads, from /proc) is counted over the steady
-part: from the moment every call of the run is connected for `--seconds`. Then each caller
-ends its utterance, waits for the transcripts still due and hangs up. Per kind and count:
-the server's CPU per call, the callers', the utterances sent and transcribed, how late each
-transcript came after its speech ended, how much audio the stand-in says each utterance held,
-and how far the callers fell behind real time. A count "holds" when every call connected,
-every utterance was transcribed in time and the callers kept pace; counts go up until one
-does not.
+their own, whose CPU is read apart: a call is an aiortc peer whose track plays the tests'
+espeak-ng speech (3 s spoken, 1 s of silence, over and over, 20 ms frames at 48 kHz that aiortc
+encodes as Opus) and reads its `oai-events` channel; a session appends the same speech, 100 ms
+of 24 kHz PCM at a time. Server VAD. CPU (user + system of a process and its threads, /proc)
+is counted over the steady part: `--seconds` from the moment every caller is connected. Then
+each ends its utterance, waits for the transcripts due and hangs up. A count "holds" when
+every call connected, every utterance was transcribed, none later than LATE_SECONDS after its
+speech ended, and the callers kept pace; counts go up until one does not.
 
     .cache/test-venv/bin/python scripts/webrtc_load.py --calls 8,16,32,64 --seconds 20
 """
@@ -29,6 +23,7 @@ import asyncio
 import base64
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -92,10 +87,6 @@ class Speaker:
             self.ends.append(time.monotonic())
         self.sent += size
         return self.cycle[at : at + size]
-
-
-def cycle(rate: int) -> npt.NDArray[np.int16]:
-    return (spoken(PATTERN, rate=rate) * 32767).astype(np.int16)
 
 
 @dataclass
@@ -220,7 +211,7 @@ async def session(url: str, transcripts: Transcripts, stop: asyncio.Event) -> No
 KINDS = {"webrtc": (call, 48_000), "websocket": (session, 24_000)}
 
 
-def callers(kind: str, url: str, count: int, ready: Queue[int], stop: ProcessEvent) -> None:
+def callers(kind: str, url: str, count: int, ready: Queue[Any], stop: ProcessEvent) -> None:
     """One client process: `count` callers of `kind`; tells `ready` once all are connected
     (or failed), then speaks until `stop`; puts each caller's Outcome (as a dict) on `ready`."""
     outcomes = asyncio.run(_callers(kind, url, count, ready, stop))
@@ -231,7 +222,7 @@ async def _callers(
     kind: str, url: str, count: int, ready: Queue[Any], stop: ProcessEvent
 ) -> list[Outcome]:
     client, rate = KINDS[kind]
-    samples = cycle(rate)
+    samples = (spoken(PATTERN, rate=rate) * 32767).astype(np.int16)
     stopped = asyncio.Event()
     everyone = [Transcripts(Speaker(samples.copy(), rate)) for _ in range(count)]
     tasks = [asyncio.create_task(client(url, each, stopped)) for each in everyone]
@@ -280,9 +271,11 @@ def measure(
     try:
         connected = sum(ready.get(timeout=OPEN_SECONDS + 60) for _ in clients)
         pids = [server] + [client.pid or 0 for client in clients]
-        before, started = [cpu_seconds(pid) for pid in pids], time.monotonic()
+        before, loop = [cpu_seconds(pid) for pid in pids], loop_seconds(server)
+        started = time.monotonic()
         time.sleep(seconds)
         after, wall = [cpu_seconds(pid) for pid in pids], time.monotonic() - started
+        loop = loop_seconds(server) - loop
         stop.set()
         outcomes = [Outcome(**each) for _ in clients for each in ready.get(timeout=120)]
     finally:
@@ -291,7 +284,15 @@ def measure(
             client.join(30)
     idle(url)
     used = [(a - b) / wall * 100 for a, b in zip(after, before, strict=True)]
-    return summary(kind, count, connected, used[0], sum(used[1:]), outcomes)
+    row = summary(kind, count, connected, used[0], sum(used[1:]), outcomes)
+    return {**row, "server_loop_percent": round(loop / wall * 100, 1)}
+
+
+def loop_seconds(pid: int) -> float:
+    """User + system CPU time of the server's main thread alone, its event loop's (aiortc
+    decodes each call's audio in a thread of its own): near a whole core, the loop is full."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(map(int, fields[11:13])) / os.sysconf("SC_CLK_TCK")
 
 
 def idle(url: str) -> None:
@@ -342,31 +343,28 @@ def summary(
     }
 
 
-def report(webrtc: dict[str, Any], websocket: dict[str, Any]) -> str:
-    ratio = webrtc["server_per_caller_percent"] / max(websocket["server_per_caller_percent"], 1e-9)
-    holds = "holds" if not webrtc["broke"] else "; ".join(webrtc["broke"])
-    return " | ".join(
-        [
-            str(webrtc["callers"]),
-            f"{webrtc['server_per_caller_percent']}% / {websocket['server_per_caller_percent']}%",
-            f"{ratio:.1f}x",
-            f"{webrtc['client_per_caller_percent']}% / {websocket['client_per_caller_percent']}%",
-            f"{webrtc['utterances_transcribed']} of {webrtc['utterances_sent']} / "
-            f"{websocket['utterances_transcribed']} of {websocket['utterances_sent']}",
-            f"{webrtc['delay_p50_s']} s, {webrtc['delay_max_s']} s / "
-            f"{websocket['delay_p50_s']} s, {websocket['delay_max_s']} s",
-            f"{webrtc['heard_mean_s']} s / {websocket['heard_mean_s']} s",
-            holds,
-        ]
-    )
-
-
-HEADER = (
-    "calls | server CPU per call, % of a core: WebRTC / WebSocket | ratio"
-    " | client CPU per call: WebRTC / WebSocket | utterances transcribed: WebRTC / WebSocket"
-    " | transcript after speech end, p50, max: WebRTC / WebSocket"
-    " | audio heard per utterance: WebRTC / WebSocket | WebRTC"
+COLUMNS = [  # what the report prints of each pair of rows, WebRTC's and the WebSocket's
+    ("server CPU per call, % of a core", "server_per_caller_percent", "%"),
+    ("client CPU per call", "client_per_caller_percent", "%"),
+    ("server event loop, % of a core", "server_loop_percent", "%"),
+    ("utterances transcribed", "utterances_transcribed", ""),
+    ("sent", "utterances_sent", ""),
+    ("transcript after speech end, p50", "delay_p50_s", " s"),
+    ("max", "delay_max_s", " s"),
+    ("audio heard per utterance", "heard_mean_s", " s"),
+]
+HEADER = " | ".join(
+    ["calls", f"{COLUMNS[0][0]}: WebRTC / WebSocket", "ratio"]
+    + [f"{name}: WebRTC / WebSocket" for name, _, _ in COLUMNS[1:]]
+    + ["WebRTC"]
 )
+
+
+def report(webrtc: dict[str, Any], websocket: dict[str, Any]) -> str:
+    cells = [f"{webrtc[key]}{unit} / {websocket[key]}{unit}" for _, key, unit in COLUMNS]
+    ratio = webrtc["server_per_caller_percent"] / max(websocket["server_per_caller_percent"], 1e-9)
+    holds = "; ".join(webrtc["broke"]) or "holds"
+    return " | ".join([str(webrtc["callers"]), cells[0], f"{ratio:.1f}x", *cells[1:], holds])
 
 
 def main() -> None:
