@@ -8,10 +8,10 @@ their own, whose CPU is read apart: a call is an aiortc peer whose track plays t
 espeak-ng speech (3 s spoken, 1 s of silence, over and over, 20 ms frames at 48 kHz that aiortc
 encodes as Opus) and reads its `oai-events` channel; a session appends the same speech, 100 ms
 of 24 kHz PCM at a time. Server VAD. CPU (user + system of a process and its threads, /proc)
-is counted over the steady part: `--seconds` from the moment every caller is connected. Then
-each ends its utterance, waits for the transcripts due and hangs up. A count "holds" when
-every call connected, every utterance was transcribed, none later than LATE_SECONDS after its
-speech ended, and the callers kept pace; counts go up until one does not.
+is counted over `--seconds` from the moment every caller is connected; then each ends its
+utterance, waits for the transcripts due and hangs up. A count "holds" when every call
+connected, every utterance was transcribed within LATE_SECONDS of its speech's end, and the
+callers kept pace; counts go up until one does not.
 
     .cache/test-venv/bin/python scripts/webrtc_load.py --calls 8,16,32,64 --seconds 20
 """
@@ -23,7 +23,6 @@ import asyncio
 import base64
 import json
 import multiprocessing
-import os
 import statistics
 import sys
 import time
@@ -262,37 +261,36 @@ def measure(
     stop = context.Event()
     shares = [count // processes + (i < count % processes) for i in range(processes)]
     clients = [
-        context.Process(target=callers, args=(kind, url, share, ready, stop))
-        for share in shares
-        if share
+        context.Process(target=callers, args=(kind, url, n, ready, stop)) for n in shares if n
     ]
     for client in clients:
         client.start()
     try:
         connected = sum(ready.get(timeout=OPEN_SECONDS + 60) for _ in clients)
         pids = [server] + [client.pid or 0 for client in clients]
-        before, loop = [cpu_seconds(pid) for pid in pids], loop_seconds(server)
+        before, loop = [cpu_seconds(pid) for pid in pids], schedule(server)
         started = time.monotonic()
         time.sleep(seconds)
         after, wall = [cpu_seconds(pid) for pid in pids], time.monotonic() - started
-        loop = loop_seconds(server) - loop
+        ran, waited = (b - a for a, b in zip(loop, schedule(server), strict=True))
         stop.set()
         outcomes = [Outcome(**each) for _ in clients for each in ready.get(timeout=120)]
     finally:
-        stop.set()
+        stop.set()  # also when a client failed
         for client in clients:
             client.join(30)
     idle(url)
     used = [(a - b) / wall * 100 for a, b in zip(after, before, strict=True)]
     row = summary(kind, count, connected, used[0], sum(used[1:]), outcomes)
-    return {**row, "server_loop_percent": round(loop / wall * 100, 1)}
+    times = {"server_loop_percent": ran, "server_loop_waiting_percent": waited}
+    return {**row, **{key: round(value / wall * 100, 1) for key, value in times.items()}}
 
 
-def loop_seconds(pid: int) -> float:
-    """User + system CPU time of the server's main thread alone, its event loop's (aiortc
-    decodes each call's audio in a thread of its own): near a whole core, the loop is full."""
-    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(map(int, fields[11:13])) / os.sysconf("SC_CLK_TCK")
+def schedule(pid: int) -> tuple[float, float]:
+    """The seconds the server's main thread, its event loop (aiortc decodes each call's audio
+    in a thread of its own), ran and waited for a core: the loop full, or starved."""
+    ran, waited, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    return int(ran) / 1e9, int(waited) / 1e9
 
 
 def idle(url: str) -> None:
@@ -347,6 +345,7 @@ COLUMNS = [  # what the report prints of each pair of rows, WebRTC's and the Web
     ("server CPU per call, % of a core", "server_per_caller_percent", "%"),
     ("client CPU per call", "client_per_caller_percent", "%"),
     ("server event loop, % of a core", "server_loop_percent", "%"),
+    ("its wait for a core", "server_loop_waiting_percent", "%"),
     ("utterances transcribed", "utterances_transcribed", ""),
     ("sent", "utterances_sent", ""),
     ("transcript after speech end, p50", "delay_p50_s", " s"),

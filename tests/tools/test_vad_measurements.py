@@ -60,6 +60,7 @@ def test_webrtc_load_counts_the_cpu_of_calls_beside_sessions(tmp_path: Path) -> 
         assert row["utterances_transcribed"] == row["utterances_sent"]
         assert row["server_cpu_percent"] > 0
         assert row["client_cpu_percent"] > 0
+        assert row["server_loop_percent"] > 0
         # the 3 s spoken, 300 ms of prefix padding and the tail: the stand-in heard it all
         assert row["heard_mean_s"] == pytest.approx(3.4, abs=0.4)
         assert not [reason for reason in row["broke"] if "failed" in reason]
