@@ -3,10 +3,12 @@
 speaking at real-time pace, and the server's CPU meanwhile.
 
 server.py runs in front of the tests' fake vLLM (`tests.fixtures.fake_vllm`, its own process,
-so its CPU is not counted). Each session streams 24 kHz PCM of real speech (espeak-ng's, see
-`tests/fixtures/speech.py`): 3 s spoken, 1 s of silence, over and over, in 100 ms appends,
-paced by the clock, as a microphone sends it; with server VAD (Silero, the default) and,
-to see what the VAD itself costs, with turn detection off (the client commits every 4 s).
+so its CPU is not counted), both started by `tests.fixtures.process.running`, as
+`scripts/webrtc_load.py` starts them. Each session streams 24 kHz PCM of real speech
+(espeak-ng's, see `tests/fixtures/speech.py`): 3 s spoken, 1 s of silence, over and over, in
+100 ms appends, paced by the clock, as a microphone sends it; with server VAD (Silero, the
+default) and, to see what the VAD itself costs, with turn detection off (the client commits
+every 4 s).
 Prints, per session count and mode: the server's CPU in % of one core, that per session, the
 sessions one core would carry at that rate, and the transcripts that came back.
 
@@ -19,20 +21,17 @@ import argparse
 import asyncio
 import base64
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
-from tests.fixtures.process import cpu_seconds  # noqa: E402
+from tests.fixtures.process import cpu_seconds, proxy_argv, running, stand_in_vllm  # noqa: E402
 from tests.fixtures.speech import spoken  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -100,31 +99,18 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     args = parser.parse_args()
     upstream_port, port = free_port(), free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    fake = [sys.executable, "-m", "tests.fixtures.fake_vllm", "serve", MODEL]
-    server = [sys.executable, str(REPO / "server.py"), "--port", str(port), "--model", MODEL]
-    server += ["--backend-url", f"http://127.0.0.1:{upstream_port}", "--log-level", "warning"]
-    processes = [
-        subprocess.Popen([*fake, "--port", str(upstream_port)], env=env, stdout=subprocess.DEVNULL),
-        subprocess.Popen(server, env=env, stdout=subprocess.DEVNULL),
-    ]
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                sys.exit("realtime_load.py: the server was not ready within 60 s")
-            time.sleep(0.2)
+    upstream, base = f"http://127.0.0.1:{upstream_port}", f"http://127.0.0.1:{port}"
+    argv, env = stand_in_vllm(upstream_port, MODEL)
+    with (
+        running(argv, env, upstream, 60),
+        running(proxy_argv(upstream, port, MODEL), {}, base, 60) as pid,
+    ):
         url = f"ws://127.0.0.1:{port}"
         rows = []
         print("sessions | turn detection | CPU, % of a core | per session | sessions per core")
         for count in (int(each) for each in args.sessions.split(",")):
             for vad in (True, False):
-                row = asyncio.run(_load(url, processes[1].pid, count, args.seconds, vad))
+                row = asyncio.run(_load(url, pid, count, args.seconds, vad))
                 rows.append(row)
                 mode = "server_vad (Silero)" if vad else "off (commits)"
                 print(
@@ -134,10 +120,6 @@ def main() -> None:
                 )
         if args.json:
             args.json.write_text(json.dumps(rows, indent=2))
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(30)
 
 
 if __name__ == "__main__":

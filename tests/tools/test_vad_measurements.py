@@ -1,6 +1,6 @@
-"""scripts/realtime_load.py, scripts/cut_quality.py and scripts/long_audio.py, run with small
-counts: their figures have their shape, and what they count came out as it must. Nothing here
-depends on speed."""
+"""scripts/realtime_load.py, scripts/webrtc_load.py, scripts/cut_quality.py and
+scripts/long_audio.py, run with small counts: their figures have their shape, and what they
+count came out as it must. Nothing here depends on speed."""
 
 from __future__ import annotations
 
@@ -42,6 +42,28 @@ def test_realtime_load_counts_the_cpu_of_live_sessions(tmp_path: Path) -> None:
         assert row["cpu_percent_of_a_core"] > 0
         per_session = row["cpu_percent_of_a_core"] / row["sessions"]
         assert row["per_session_percent"] == pytest.approx(per_session, abs=0.06)
+
+
+def test_webrtc_load_counts_the_cpu_of_calls_beside_sessions(tmp_path: Path) -> None:
+    out = tmp_path / "calls.json"
+    lines = run("webrtc_load.py", "--calls", "2", "--seconds", "4", "--json", str(out)).splitlines()
+    assert lines[0].startswith("calls | server CPU per call, % of a core: WebRTC / WebSocket")
+    assert lines[1].startswith("2 | ")
+    rows = json.loads(out.read_text())
+    assert [(row["kind"], row["callers"], row["connected"]) for row in rows] == [
+        ("webrtc", 2, 2),
+        ("websocket", 2, 2),
+    ]
+    for row in rows:
+        # each caller spoke at least one 3 s utterance, ended it and heard it transcribed
+        assert row["utterances_sent"] >= 2
+        assert row["utterances_transcribed"] == row["utterances_sent"]
+        assert row["server_cpu_percent"] > 0
+        assert row["client_cpu_percent"] > 0
+        assert row["server_loop_percent"] > 0
+        # the 3 s spoken, 300 ms of prefix padding and the tail: the stand-in heard it all
+        assert row["heard_mean_s"] == pytest.approx(3.4, abs=0.4)
+        assert not [reason for reason in row["broke"] if "failed" in reason]
 
 
 def test_cut_quality_counts_cuts_inside_sentences() -> None:
