@@ -10,7 +10,10 @@ so its CPU is not counted), both started by `tests.fixtures.process.running`, as
 default) and, to see what the VAD itself costs, with turn detection off (the client commits
 every 4 s).
 Prints, per session count and mode: the server's CPU in % of one core, that per session, the
-sessions one core would carry at that rate, and the transcripts that came back.
+sessions one core would carry at that rate, the transcripts that came back, and the share of
+utterances the model transcribed twice (an utterance transcribed at a pause, then dropped
+because speech went on: `qwen3_asr_realtime_speculations_total{outcome="dropped"}` over the
+realtime transcriptions, from /metrics).
 
     .cache/test-venv/bin/python scripts/realtime_load.py --sessions 1,8,32 --seconds 20
 """
@@ -25,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from websockets.asyncio.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,13 +80,28 @@ async def _session(url: str, chunks: list[str], seconds: float, vad: bool) -> in
     return completed
 
 
+def _counts(url: str) -> tuple[float, float]:
+    """The server's realtime transcriptions so far, and its dropped speculations."""
+    text = httpx.get(url.replace("ws://", "http://") + "/metrics").text
+    found = {"transcriptions": 0.0, "dropped": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "qwen3_asr_transcriptions_total":
+                found["transcriptions"] += sample.value * (sample.labels["protocol"] == "realtime")
+            elif sample.name == "qwen3_asr_realtime_speculations_total":
+                found["dropped"] += sample.value * (sample.labels["outcome"] == "dropped")
+    return found["transcriptions"], found["dropped"]
+
+
 async def _load(url: str, pid: int, sessions: int, seconds: float, vad: bool) -> dict[str, float]:
     chunks = _chunks()
+    counted = _counts(url)
     before = cpu_seconds(pid)
     started = time.monotonic()
     done = await asyncio.gather(*(_session(url, chunks, seconds, vad) for _ in range(sessions)))
     wall = time.monotonic() - started
     core = (cpu_seconds(pid) - before) / wall * 100
+    transcribed, dropped = (after - then for after, then in zip(_counts(url), counted, strict=True))
     return {
         "sessions": sessions,
         "vad": vad,
@@ -89,6 +109,7 @@ async def _load(url: str, pid: int, sessions: int, seconds: float, vad: bool) ->
         "per_session_percent": round(core / sessions, 2),
         "sessions_per_core": round(100 / (core / sessions)) if core else 0,
         "transcripts": sum(done),
+        "transcribed_twice": round(dropped / transcribed, 3) if transcribed else 0.0,
     }
 
 
@@ -116,7 +137,8 @@ def main() -> None:
                 print(
                     f"{count} | {mode} | {row['cpu_percent_of_a_core']} | "
                     f"{row['per_session_percent']}% | {row['sessions_per_core']} "
-                    f"({row['transcripts']} transcripts)"
+                    f"({row['transcripts']} transcripts, "
+                    f"{row['transcribed_twice']:.0%} of them transcribed twice)"
                 )
         if args.json:
             args.json.write_text(json.dumps(rows, indent=2))

@@ -42,6 +42,8 @@ def test_realtime_load_counts_the_cpu_of_live_sessions(tmp_path: Path) -> None:
         assert row["cpu_percent_of_a_core"] > 0
         per_session = row["cpu_percent_of_a_core"] / row["sessions"]
         assert row["per_session_percent"] == pytest.approx(per_session, abs=0.06)
+        # speech that pauses may be transcribed at the pause, then again: never with commits
+        assert 0 <= row["transcribed_twice"] <= (1 if row["vad"] else 0)
 
 
 def test_webrtc_load_counts_the_cpu_of_calls_beside_sessions(tmp_path: Path) -> None:
