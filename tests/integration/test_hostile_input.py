@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from aiortc import RTCConfiguration, RTCPeerConnection
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -437,6 +438,9 @@ def _probe(template: str, method: str, ids: dict[str, str]) -> dict[str, Any]:
                 "endpoint": CHAT, "completion_window": "24h"}}  # fmt: skip
     if path == "/v1/realtime/client_secrets":
         return {"method": method, "url": path, "json": {}}
+    if path == "/v1/realtime/calls":
+        headers = {"Content-Type": "application/sdp"}
+        return {"method": method, "url": path, "content": ids["offer"], "headers": headers}
     return {"method": method, "url": path, "json": _body(_user(INPUT_AUDIO))}
 
 
@@ -450,7 +454,18 @@ async def _objects(h: Harness, keyed: dict[str, str]) -> dict[str, str]:
     audio = {"file": ("a.wav", wav(0.1))}
     clip = await h.http.post("/v1/files", files=audio, data={"purpose": "user_data"}, headers=keyed)
     return {"model_id": "whisper-1", "file_id": clip.json()["id"], "batch_id": made.json()["id"],
-            "input_file_id": source.json()["id"]}  # fmt: skip
+            "input_file_id": source.json()["id"], "offer": await _offer()}  # fmt: skip
+
+
+async def _offer() -> str:
+    """A WebRTC offer as a browser makes one: a microphone's audio and the events' channel."""
+    peer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    peer.addTransceiver("audio", direction="sendonly")
+    peer.createDataChannel("oai-events")
+    await peer.setLocalDescription(await peer.createOffer())
+    sdp = str(peer.localDescription.sdp)
+    await peer.close()
+    return sdp
 
 
 async def test_every_v1_route_needs_the_key_and_health_and_metrics_do_not(
@@ -469,14 +484,21 @@ async def test_every_v1_route_needs_the_key_and_health_and_metrics_do_not(
         for path, methods in routes:
             for method in sorted(methods):
                 for headers in ({}, {"Authorization": "Bearer k-route-chec"}):
-                    response = await h.http.request(**_probe(path, method, ids), headers=headers)
+                    probe = _probe(path, method, ids)
+                    probe["headers"] = {**probe.get("headers", {}), **headers}
+                    response = await h.http.request(**probe)
                     assert response.status_code == 401, (method, path, response.text)
                     assert response.headers["www-authenticate"] == "Bearer"
                     assert response.json()["error"]["type"] == "invalid_request_error"
-                keyed = {"Authorization": "Bearer k-route-check"}
-                response = await h.http.request(**_probe(path, method, ids), headers=keyed)
+                probe = _probe(path, method, ids)
+                probe["headers"] = {
+                    **probe.get("headers", {}),
+                    "Authorization": "Bearer k-route-check",
+                }
+                response = await h.http.request(**probe)
                 ended = path.endswith("/cancel") and response.status_code == 409  # done first
-                assert response.status_code == 200 or ended, (method, path, response.text)
+                answered = response.status_code in (200, 201)  # a call's answer is 201
+                assert answered or ended, (method, path, response.text)
         assert backend.recorder.bodies != []  # only the keyed requests went through
         assert (await h.http.get("/health")).status_code == 200
         assert (await h.http.get("/livez")).status_code == 200
