@@ -40,7 +40,9 @@ class Connection:
         async with self._lock:
             try:
                 text = orjson.dumps(event).decode()
-                await asyncio.wait_for(self.websocket.send_text(text), SEND_TIMEOUT)
+                # not wait_for: on 3.11 it loses a cancel that comes as a send ends (bpo-42130)
+                async with asyncio.timeout(SEND_TIMEOUT):
+                    await self.websocket.send_text(text)
             # RuntimeError: uvicorn closed it meanwhile (a ping unanswered, shutdown)
             except (TimeoutError, RuntimeError, WebSocketDisconnect) as exc:
                 raise ClientGone from exc
