@@ -32,6 +32,7 @@ from starlette.datastructures import FormData, UploadFile
 from ..errors import APIError, too_large
 from ..model.catalog import DIARIZE
 from ..model.languages import Language
+from ..speakers.count import MOST_SPEAKERS, SpeakerCount
 from ..speech.segmentation import Chunking
 from ..transcription.formats import FORMATS, named
 from ..transcription.request import Encoded, Format, Reference, Request, Task, Words
@@ -53,6 +54,7 @@ from .fields import (
 
 Granularity = Annotated[str, OneOf(("word", "segment"))]
 Include = Annotated[str, OneOf(("logprobs",))]
+Speakers = Annotated[int, Between(1, MOST_SPEAKERS, whole=True)]
 _NAMES = ", ".join(FORMATS)
 
 
@@ -142,8 +144,11 @@ class AudioRequest(BaseModel):
     known_speaker_references: tuple[Text, ...] = Field(
         (), description="A data URL of 2-10 s of each named speaker's voice, in order."
     )
+    min_speakers: Speakers | None = Field(None, description=f"For model {DIARIZE}.")
+    max_speakers: Speakers | None = Field(None, description="min = max: exactly that many.")
     _context: str | None = PrivateAttr(None)
     _known: tuple[Reference, ...] = PrivateAttr(())
+    _count: SpeakerCount | None = PrivateAttr(None)
 
     @property
     def translation(self) -> bool:
@@ -208,6 +213,7 @@ class AudioRequest(BaseModel):
             chunking=self.chunking,
             diarize=self.diarize,
             known=self.known,
+            speakers=self._count,
             usage_in_seconds=self.usage_in_seconds,
         )
 
@@ -257,6 +263,11 @@ class AudioRequest(BaseModel):
                 speakers.NAMES if self.known_speaker_names else speakers.REFERENCES,
             )
         self._known = speakers.references(self.known_speaker_names, self.known_speaker_references)
+        counted = (self.min_speakers, self.max_speakers)
+        if counted != (None, None) and not self.diarize:
+            message = f"min_speakers and max_speakers are for model {DIARIZE!r}."
+            raise _unsupported(message, speakers.LEAST if counted[0] else speakers.MOST)
+        self._count = speakers.count(*counted)
 
 
 class TranscriptionRequest(AudioRequest):

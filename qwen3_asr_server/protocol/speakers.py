@@ -1,7 +1,8 @@
 """`known_speaker_names[]` and `known_speaker_references[]`: the speakers a client can name,
 each with a clip of their voice as a data URL (`data:audio/wav;base64,...`), in any format the
-server decodes. Checked, and the clips decoded, before any work is done: a 400 names the
-field that is wrong."""
+server decodes; `min_speakers` / `max_speakers`: how many spoke, when the client knows.
+Checked, and the clips decoded, before any work is done: a 400 names the field that is
+wrong."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 import pybase64
 
 from ..errors import APIError, invalid
+from ..speakers.count import MOST_SPEAKERS, SpeakerCount
 from ..speech import audio
 from ..speech.audio import Audio
 from ..transcription.request import Reference
@@ -19,6 +21,21 @@ from ..transcription.request import Reference
 MAX_KNOWN = 4  # OpenAI's limit
 SHORTEST, LONGEST = 2.0, 10.0  # seconds a reference may last
 NAMES, REFERENCES = "known_speaker_names", "known_speaker_references"
+LEAST, MOST = "min_speakers", "max_speakers"
+
+
+def count(least: int | None, most: int | None) -> SpeakerCount | None:
+    """The speaker count the client gave, if any (each already 1 to MOST_SPEAKERS)."""
+    if least is None and most is None:
+        return None
+    found = SpeakerCount(least or 1, MOST_SPEAKERS if most is None else most)
+    if found.least > found.most:
+        raise invalid(
+            f"min_speakers ({found.least}) is over max_speakers ({found.most}): send "
+            "min_speakers <= max_speakers, or both equal when you know how many spoke.",
+            LEAST,
+        )
+    return found
 
 
 def references(names: Sequence[str], urls: Sequence[str]) -> tuple[Reference, ...]:

@@ -11,6 +11,11 @@ The affinity of n windows takes n² numbers and its eigenvectors ~n³ operations
 speech (4,800 windows) is 92 MB and ~5 s of one core. Longer recordings are clustered in
 blocks of that size, and the blocks' clusters then joined where their centroids are alike, so
 memory stays bounded however long the recording.
+
+When the client says how many spoke (`SpeakerCount`), the count is the clustering's, not the
+eigengap's: an exact one is the number of k-means clusters (or where the tree of a few windows
+is cut); a range bounds where the eigengap is looked for, how far alike clusters are merged,
+and where the tree is cut.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import scipy.linalg
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.cluster.vq import kmeans2
 
+from .count import SpeakerCount
 from .embedding import Embeddings, unit
 
-MAX_SPEAKERS = 10  # the eigengap looks this far
+MAX_SPEAKERS = 10  # the eigengap looks this far, unless the client's count asks for more
 PRUNE = 0.012  # fraction of each row of the affinity kept (3D-Speaker's p-value)
 MIN_KEPT = 6  # entries kept per row at least
 MERGE_COSINE = 0.78  # clusters whose centroids are this alike are one speaker
@@ -37,28 +43,39 @@ BLOCK = 4800  # windows clustered at once at most: an hour of speech
 Labels = npt.NDArray[np.int64]
 
 
-def cluster(embeddings: Embeddings, block: int = BLOCK) -> Labels:
-    """A label per window (unit-length rows), 0, 1, ... in order of first appearance."""
+def cluster(
+    embeddings: Embeddings, block: int = BLOCK, count: SpeakerCount | None = None
+) -> Labels:
+    """A label per window (unit-length rows), 0, 1, ... in order of first appearance; with a
+    `count`, as many labels as it allows (and there are windows for)."""
+    least, most = _bounds(count, len(embeddings))
     if len(embeddings) <= block:
-        return _cluster(embeddings)
+        return _cluster(embeddings, least, most)
     labels = np.empty(len(embeddings), dtype=np.int64)
     means: list[Embeddings] = []
     for start in range(0, len(embeddings), block):
-        part = embeddings[start : start + block]
-        found = _cluster(part)
+        part = embeddings[start : start + block]  # a block may hear fewer than `least`
+        found = _cluster(part, 1, min(most, len(part)))
         labels[start : start + block] = found + len(means)
         means += list(centroids(part, found))
-    joined = _agglomerative(np.stack(means), MERGE_COSINE)
+    joined = _agglomerative(np.stack(means), MERGE_COSINE, least, most)
     return _in_order(joined[labels])
 
 
-def _cluster(embeddings: Embeddings) -> Labels:
+def _bounds(count: SpeakerCount | None, windows: int) -> tuple[int, int]:
+    """The fewest and most clusters `windows` may form: no more than one a window."""
+    if count is None:
+        return 1, max(windows, 1)
+    return max(min(count.least, windows), 1), max(min(count.most, windows), 1)
+
+
+def _cluster(embeddings: Embeddings, least: int, most: int) -> Labels:
     count = len(embeddings)
     if count <= 1:
         return np.zeros(count, dtype=np.int64)
     if count < MIN_SPECTRAL:
-        return _in_order(_agglomerative(embeddings, LINK_COSINE))
-    return _merge_alike(embeddings, _spectral(embeddings))
+        return _in_order(_agglomerative(embeddings, LINK_COSINE, least, most))
+    return _merge_alike(embeddings, _spectral(embeddings, least, most), least, most)
 
 
 def centroids(embeddings: Embeddings, labels: Labels) -> Embeddings:
@@ -69,9 +86,10 @@ def centroids(embeddings: Embeddings, labels: Labels) -> Embeddings:
     return unit(found)
 
 
-def _spectral(embeddings: Embeddings) -> Labels:
-    """Worked in place: the affinity becomes the Laplacian (one n x n matrix, and a copy of it
-    while each row's weakest entries are found)."""
+def _spectral(embeddings: Embeddings, least: int, most: int) -> Labels:
+    """As many clusters as the widest eigengap says, brought into `least` to `most`. Worked in
+    place: the affinity becomes the Laplacian (one n x n matrix, and a copy of it while each
+    row's weakest entries are found)."""
     count = len(embeddings)
     affinity = embeddings @ embeddings.T
     kept = min(count, max(MIN_KEPT, round(PRUNE * count)))
@@ -83,9 +101,9 @@ def _spectral(embeddings: Embeddings) -> Labels:
     degrees = affinity.sum(axis=1)
     np.negative(affinity, out=affinity)
     affinity[np.diag_indices(count)] += degrees  # the Laplacian: degrees less affinity
-    top = min(MAX_SPEAKERS, count - 1)
+    top = min(max(MAX_SPEAKERS, least), count - 1)
     values, vectors = scipy.linalg.eigh(affinity, subset_by_index=[0, top], overwrite_a=True)
-    speakers = int(np.argmax(np.diff(values))) + 1
+    speakers = min(max(int(np.argmax(np.diff(values))) + 1, least), most)
     if speakers == 1:
         return np.zeros(count, dtype=np.int64)
     points = vectors[:, :speakers].astype(np.float64)
@@ -94,25 +112,32 @@ def _spectral(embeddings: Embeddings) -> Labels:
     return found
 
 
-def _agglomerative(embeddings: Embeddings, cosine: float) -> Labels:
-    """Average-linkage clusters, as many as stay `cosine` alike."""
+def _agglomerative(
+    embeddings: Embeddings, cosine: float, least: int = 1, most: int | None = None
+) -> Labels:
+    """Average-linkage clusters, as many as stay `cosine` alike, but from `least` to `most`
+    (the tree cut there instead)."""
     if len(embeddings) == 1:
         return np.zeros(1, dtype=np.int64)
     tree = linkage(embeddings.astype(np.float64), method="average", metric="cosine")
     found = fcluster(tree, 1 - cosine, criterion="distance")
+    wanted = min(max(int(found.max()), least), most or len(embeddings), len(embeddings))
+    if wanted != found.max():
+        found = fcluster(tree, wanted, criterion="maxclust")
     labels: Labels = np.asarray(found, dtype=np.int64) - 1
     return labels
 
 
-def _merge_alike(embeddings: Embeddings, labels: Labels) -> Labels:
-    """Merge the two most alike clusters while their centroids' cosine reaches MERGE_COSINE."""
+def _merge_alike(embeddings: Embeddings, labels: Labels, least: int, most: int) -> Labels:
+    """Merge the two most alike clusters while their centroids' cosine reaches MERGE_COSINE
+    and there are over `least`, or whatever their cosine while there are over `most`."""
     labels = _in_order(labels)
-    while labels.max() > 0:
+    while labels.max() + 1 > least:
         means = centroids(embeddings, labels)
         similarity = means @ means.T
         np.fill_diagonal(similarity, -1.0)
         first, second = np.unravel_index(int(np.argmax(similarity)), similarity.shape)
-        if similarity[first, second] < MERGE_COSINE:
+        if similarity[first, second] < MERGE_COSINE and labels.max() + 1 <= most:
             break
         labels = _in_order(np.where(labels == max(first, second), min(first, second), labels))
     return labels

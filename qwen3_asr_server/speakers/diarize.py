@@ -30,6 +30,7 @@ from ..speech.segmentation import Span
 from ..speech.silero import WINDOW as VAD_WINDOW
 from ..speech.silero import Probabilities
 from . import clustering, features
+from .count import SpeakerCount
 from .embedding import BATCH, Embeddings, SpeakerModel, unit
 
 WINDOW = round(1.5 * RATE)  # samples a window embeds
@@ -183,6 +184,7 @@ class SpeakerFinder(Protocol):
         samples: npt.NDArray[np.int16],
         probabilities: Probabilities,
         known: Sequence[Known] = (),
+        count: SpeakerCount | None = None,
     ) -> list[Span]: ...
 
     def utterance(
@@ -205,14 +207,16 @@ class Diarizer:
         samples: npt.NDArray[np.int16],
         probabilities: Probabilities,
         known: Sequence[Known] = (),
+        count: SpeakerCount | None = None,
     ) -> list[Span]:
-        """The recording's regions of one speaker each, labelled; none without speech."""
+        """The recording's regions of one speaker each, labelled; none without speech; as
+        many speakers as `count` allows."""
         speech = segmentation.speech(probabilities, len(samples))
         spans = windows(speech)
         if not spans:  # only words too short to tell a voice by: one speaker
             return [Span(0, len(samples), letter(0))] if speech else []
         embeddings = embed(samples, spans, self._model())
-        found = clustering.cluster(embeddings)
+        found = clustering.cluster(embeddings, count=count)
         names = labels(clustering.centroids(embeddings, found), known)
         return regions(turns(speech, spans, [names[label] for label in found]), len(samples))
 

@@ -29,6 +29,7 @@ from ..errors import LaunchError
 from ..speech.audio import RATE
 from ..speech.segmentation import Span
 from ..speech.silero import FULL_SCALE, Probabilities
+from .count import SpeakerCount
 from .diarize import Known, Voices, labels, regions
 from .embedding import Embeddings, unit
 
@@ -92,9 +93,11 @@ class PyannoteDiarizer:
         samples: npt.NDArray[np.int16],
         probabilities: Probabilities,
         known: Sequence[Known] = (),
+        count: SpeakerCount | None = None,
     ) -> list[Span]:
-        """The recording's regions of one speaker each, labelled; none without speech."""
-        found, means = self._turns(samples)
+        """The recording's regions of one speaker each, labelled; none without speech; as
+        many speakers as `count` allows (the pipeline's own `min_speakers`/`max_speakers`)."""
+        found, means = self._turns(samples, count)
         names = labels(means, known if means.shape[1] > 1 else ())
         return regions([Span(start, end, names[who]) for start, end, who in found], len(samples))
 
@@ -120,10 +123,13 @@ class PyannoteDiarizer:
         found: npt.NDArray[np.float32] = unit(np.nan_to_num(embedding[0]).astype(np.float32))
         return found
 
-    def _turns(self, samples: npt.NDArray[np.int16]) -> tuple[list[Turn], Embeddings]:
+    def _turns(
+        self, samples: npt.NDArray[np.int16], count: SpeakerCount | None = None
+    ) -> tuple[list[Turn], Embeddings]:
         """The turns of one speaker each, in order, and each voice's centroid (`turns`)."""
+        bounds = {"min_speakers": count.least, "max_speakers": count.most} if count else {}
         with self._turn:
-            output = self._pipeline({"waveform": _waveform(samples), "sample_rate": RATE})
+            output = self._pipeline({"waveform": _waveform(samples), "sample_rate": RATE}, **bounds)
         return turns(output.exclusive_speaker_diarization, output.speaker_embeddings, len(samples))
 
 

@@ -37,6 +37,7 @@ class SpeakerAttribution:
 
     def cuts(self, request: Request) -> Cuts | None:
         diarizer, speech, references = self.diarizer, self.speech, request.known
+        count = request.speakers
         assert diarizer is not None  # `needed` said so
 
         def regions(audio: Audio, probabilities: Probabilities) -> list[Span]:
@@ -47,7 +48,7 @@ class SpeakerAttribution:
                 )
                 for each in references
             ]
-            return diarizer.regions(audio.samples, probabilities, known)
+            return diarizer.regions(audio.samples, probabilities, known, count)
 
         return regions
 

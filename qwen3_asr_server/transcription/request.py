@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal
 
 from ..model.languages import Language
+from ..speakers.count import SpeakerCount
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking
 from .transcript import Transcript
@@ -84,6 +85,7 @@ class Request:
     chunking: Chunking | None = None  # where the client cuts the audio (None: this server)
     diarize: bool = False  # speakers are labelled (the diarizing model)
     known: tuple[Reference, ...] = ()  # the speakers named, in order, for the diarizer
+    speakers: SpeakerCount | None = None  # how many spoke, if the client said (None: it finds)
     usage_in_seconds: bool = True  # whisper-1's usage (seconds), not gpt-*'s (tokens)
 
     @property

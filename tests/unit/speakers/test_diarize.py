@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from qwen3_asr_server.speakers import clustering, features
+from qwen3_asr_server.speakers.count import SpeakerCount
 from qwen3_asr_server.speakers.diarize import HOP, SHORTEST, WINDOW, Known, labels, regions, windows
 from qwen3_asr_server.speakers.diarize import turns as turns_of
 from qwen3_asr_server.speech.segmentation import Span
@@ -112,3 +113,34 @@ def test_the_filterbank_has_one_row_per_frame() -> None:
     assert found.shape == (features.frames(16000), features.BINS) == (98, 80)
     assert np.isfinite(found).all()
     assert features.fbank(samples[:100]).shape == (0, 80)
+
+
+@pytest.mark.parametrize(("speakers", "windows"), [(2, 40), (4, 40), (2, 4), (4, 4)])
+def test_a_count_given_is_how_many_are_found(speakers: int, windows: int) -> None:
+    points, _ = voices(3, windows)  # three voices, many windows or few (under MIN_SPECTRAL)
+    found = clustering.cluster(points, count=SpeakerCount(speakers, speakers))
+    assert found.max() + 1 == speakers
+    assert found[0] == 0
+
+
+@pytest.mark.parametrize("windows", [40, 4])
+def test_a_range_clamps_what_the_voices_say(windows: int) -> None:
+    points, truth = voices(4, windows)
+    assert clustering.cluster(points, count=SpeakerCount(1, 2)).max() + 1 == 2
+    assert clustering.cluster(points, count=SpeakerCount(2, 6)).tolist() == truth.tolist()
+    one, _ = voices(1, windows)
+    assert clustering.cluster(one, count=SpeakerCount(3, 5)).max() + 1 == 3
+
+
+def test_a_count_over_the_windows_is_one_speaker_a_window() -> None:
+    points, _ = voices(2, 4)
+    assert clustering.cluster(points[:3], count=SpeakerCount(5, 5)).tolist() == [0, 1, 2]
+
+
+def test_long_recordings_keep_the_count_across_blocks() -> None:
+    points, truth = voices(3, 120)
+    found = clustering.cluster(points, block=100, count=SpeakerCount(2, 2))
+    assert found.max() + 1 == 2
+    assert clustering.cluster(points, block=100, count=SpeakerCount(3, 8)).tolist() == (
+        truth.tolist()
+    )

@@ -1,0 +1,95 @@
+"""`min_speakers` / `max_speakers`: how many spoke, when the client knows, through the HTTP
+API as the openai SDK sends them (`extra_body`): three flite voices, the real diarizer, the
+stand-in for vLLM."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from openai.types.audio import TranscriptionDiarized
+
+from qwen3_asr_server.model.catalog import DIARIZE
+from qwen3_asr_server.settings import Settings
+from tests.fixtures.conversations import Conversation, conversation
+from tests.fixtures.harness import MODEL, Harness, start_harness
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+
+
+@pytest.fixture(scope="module")
+def talk(tmp_path_factory: pytest.TempPathFactory) -> Conversation:
+    """Three speakers, six turns."""
+    return conversation(3, 6, tmp_path_factory.mktemp("voices"), seed=3)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[StandIn, ThreadedServer]]:
+    fake = StandIn(MODEL, "modern", describe=True)
+    running = ThreadedServer(fake.app).start()
+    yield fake, running
+    running.stop()
+
+
+@pytest.fixture
+async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
+    fake, running = server
+    async for h in start_harness(Settings(model=MODEL, backend_url=running.url), fake):
+        yield h
+
+
+async def speakers(harness: Harness, talk: Conversation, **count: int) -> set[str]:
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE,
+        file=("talk.wav", talk.wav()),
+        response_format="diarized_json",
+        extra_body=count,
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    return {segment.speaker for segment in answer.segments}
+
+
+async def test_the_diarizer_hears_three_without_a_count(
+    harness: Harness, talk: Conversation
+) -> None:
+    assert await speakers(harness, talk) == {"A", "B", "C"}
+
+
+async def test_max_speakers_caps_the_speakers(harness: Harness, talk: Conversation) -> None:
+    assert await speakers(harness, talk, max_speakers=2) == {"A", "B"}
+
+
+async def test_an_exact_count_is_how_many_are_labelled(
+    harness: Harness, talk: Conversation
+) -> None:
+    assert await speakers(harness, talk, min_speakers=1, max_speakers=1) == {"A"}
+    assert await speakers(harness, talk, min_speakers=4, max_speakers=4) == {"A", "B", "C", "D"}
+
+
+@pytest.mark.parametrize(
+    ("data", "param", "code"),
+    [
+        ({"model": DIARIZE, "min_speakers": "0"}, "min_speakers", "invalid_value"),
+        ({"model": DIARIZE, "max_speakers": "21"}, "max_speakers", "invalid_value"),
+        ({"model": DIARIZE, "max_speakers": "2.5"}, "max_speakers", "invalid_value"),
+        (
+            {"model": DIARIZE, "min_speakers": "3", "max_speakers": "2"},
+            "min_speakers",
+            "invalid_value",
+        ),
+        ({"max_speakers": "2"}, "max_speakers", "unsupported_value"),
+        ({"min_speakers": "2"}, "min_speakers", "unsupported_value"),
+    ],
+)
+async def test_a_bad_count_is_a_400_naming_it(
+    harness: Harness, talk: Conversation, data: dict[str, Any], param: str, code: str
+) -> None:
+    response = await harness.http.post(
+        "/v1/audio/transcriptions", files={"file": ("talk.wav", talk.wav())}, data=data
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["type"], error["param"]) == ("invalid_request_error", param)
+    assert error["code"] == code
+    assert param in error["message"]
