@@ -49,6 +49,18 @@ def test_the_pipeline_says_who_spoke(server: ServerProcess, talk: Conversation) 
     assert " on cpu" in server.output()
 
 
+def test_a_speaker_count_reaches_the_pipeline(server: ServerProcess, talk: Conversation) -> None:
+    """The pipeline alone hears one speaker: told two spoke, its clustering finds two."""
+    answer = sdk(server).audio.transcriptions.create(
+        model=DIARIZE,
+        file=("talk.wav", talk.wav()),
+        response_format="diarized_json",
+        extra_body={"min_speakers": 2, "max_speakers": 2},
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    assert {segment.speaker for segment in answer.segments} == {"A", "B"}
+
+
 def test_a_known_speaker_is_named_by_the_pipelines_embedding(
     server: ServerProcess, talk: Conversation, tmp_path: Path
 ) -> None:
