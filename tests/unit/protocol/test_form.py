@@ -17,6 +17,7 @@ from qwen3_asr_server.model.catalog import DIARIZE, Catalog
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from qwen3_asr_server.speakers.count import SpeakerCount
 from qwen3_asr_server.speech.segmentation import Chunking
 from qwen3_asr_server.transcription.formats import FORMATS
 from qwen3_asr_server.transcription.request import Encoded, Request
@@ -183,6 +184,8 @@ def test_the_core_request_carries_every_field_the_form_read() -> None:
         ("chunking_strategy[threshold]", "0.3"),
         ("known_speaker_names[]", "agent"),
         ("known_speaker_references[]", voice),
+        ("min_speakers", "2"),
+        ("max_speakers", "3"),
     ]
     asked = form.read(FormData(fields), TranscriptionRequest, diarizing)
     core = asked.transcription()
@@ -197,6 +200,7 @@ def test_the_core_request_carries_every_field_the_form_read() -> None:
         timestamp_granularities=frozenset({"word", "segment"}),
         chunking=Chunking.server_vad(threshold=0.3),
         diarize=True,
+        speakers=SpeakerCount(2, 3),
         usage_in_seconds=False,  # gpt-4o-transcribe-diarize counts tokens
     )
     assert core.words
