@@ -4,10 +4,11 @@
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
                           [--format json|text|srt|vtt|verbose_json | --words]
                           [--stream | --realtime]
-                          [--translate] [--url http://localhost:8000] [--api-key KEY]
-                          [--model whisper-1] [--timeout 600]
+                          [--translate | --speakers N] [--url http://localhost:8000]
+                          [--api-key KEY] [--model whisper-1] [--timeout 600]
        ./test-asr.py --batch DIR [--recursive] [--no-wait] [--language ...] [--context ...]
-                          [--format ...] [--translate] [--url ...] [--api-key KEY]
+                          [--format ...] [--translate | --speakers N] [--url ...]
+                          [--api-key KEY]
 
 examples:
   ./test-asr.py meeting.wav --language en
@@ -15,6 +16,7 @@ examples:
   ./test-asr.py clip.m4a --format srt > clip.srt
   ./test-asr.py song.mp3 --words
   ./test-asr.py call.wav --realtime
+  ./test-asr.py interview.mp3 --speakers 2 --format srt
   ./test-asr.py --batch recordings/ --format srt
 
 --format json and text print the transcript, srt and vtt the subtitle file as the server
@@ -30,8 +32,10 @@ each utterance's text as it comes, one line per utterance. --batch DIR uploads t
 audio files (by extension; --recursive for its sub-folders too) and transcribes them as one
 batch (/v1/files, /v1/batches): it shows done of total on stderr, writes each transcript beside
 its recording (talk.mp3 -> talk.txt, .srt, .vtt or, for verbose_json, .json) and prints its path;
-Ctrl-C cancels the batch, --no-wait prints the batch's id and leaves it running. The API key
-comes from --api-key or the QWEN_API_KEY environment variable.
+Ctrl-C cancels the batch, --no-wait prints the batch's id and leaves it running. --speakers N
+says N people spoke: the model is gpt-4o-transcribe-diarize, told min_speakers = max_speakers
+= N (the server must run a diarizer); verbose_json, srt and vtt show who said what. The API
+key comes from --api-key or the QWEN_API_KEY environment variable.
 
 exit status: 0 the transcript was printed (with --batch: every recording has its transcript),
 1 the request failed (one line on stderr says why), 2 a usage error. Needs httpx
@@ -62,6 +66,7 @@ import asr_batch
 from qwen3_asr_server.model import languages
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+DIARIZE = "gpt-4o-transcribe-diarize"  # the model that labels speakers
 
 
 class Failure(Exception):
@@ -87,9 +92,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--stream", action="store_true", help="print the text as the model writes it")
     add("--realtime", action="store_true", help="stream the file live over the Realtime API")
     add("--translate", action="store_true", help="use /v1/audio/translations")
+    add("--speakers", type=int, metavar="N", help=f"N people spoke: {DIARIZE}, told N")
     add("--url", default="http://localhost:8000", help="the server (default: %(default)s)")
     add("--api-key", metavar="KEY", default=os.environ.get("QWEN_API_KEY"), help="or QWEN_API_KEY")
-    add("--model", default="whisper-1", help="the model id to send (default: %(default)s)")
+    add("--model", help=f"the model id to send (default: whisper-1; --speakers: {DIARIZE})")
     add("--timeout", type=float, default=600.0, metavar="SECONDS", help="default: %(default)g")
     add(
         "--progress",
@@ -99,6 +105,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     check_combinations(parser, args)
+    args.model = args.model or (DIARIZE if args.speakers else "whisper-1")
     if args.language:
         try:
             args.language = languages.resolve(args.language)
@@ -137,6 +144,14 @@ def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--realtime prints plain text: drop --stream, --translate and --format")
     if args.words and (args.stream or args.realtime or args.context is not None):
         parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
+    chat = args.context is not None and args.batch is None  # the file goes to chat
+    if args.speakers is not None and (args.translate or args.realtime or args.model or chat):
+        parser.error(
+            f"--speakers uses {DIARIZE} on /v1/audio/transcriptions: drop --translate, "
+            "--realtime, --context and --model"
+        )
+    if args.speakers is not None and not 1 <= args.speakers <= 20:
+        parser.error("--speakers takes 1 to 20")
     if args.words and args.format != "json":
         parser.error(f"--words prints its own lines: drop --format {args.format}")
     plain_only = args.stream or (args.context is not None and args.batch is None)
@@ -174,6 +189,8 @@ def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
         data |= {"response_format": "verbose_json", "timestamp_granularities[]": "word"}
     if args.language:
         data["language"] = args.language.code
+    if args.speakers:
+        data |= {"min_speakers": str(args.speakers), "max_speakers": str(args.speakers)}
     if args.stream or args.progress:
         data |= {"stream": "true", "response_format": "json"}
     endpoint = "translations" if args.translate else "transcriptions"
@@ -291,6 +308,8 @@ def batch_job(args: argparse.Namespace) -> asr_batch.Job:
         options["language"] = args.language.code
     if args.context is not None:
         options["prompt"] = args.context  # the form's context, where one file goes to chat
+    if args.speakers:
+        options |= {"min_speakers": args.speakers, "max_speakers": args.speakers}
     endpoint = "translations" if args.translate else "transcriptions"
     return asr_batch.Job(
         folder=Path(args.batch),

@@ -4,6 +4,7 @@
     python scripts/diarization_error.py --hours 1       one long recording: DER, CPU, memory
     python scripts/diarization_error.py --short         speaker counts of 36 short conversations
     python scripts/diarization_error.py --references    known speakers named right
+    python scripts/diarization_error.py --counts        DER alone beside DER told the count
     python scripts/diarization_error.py TRUTH.rttm FOUND.rttm [--collar 0.25]
     ... --rttm DIR                                      also write each conversation's RTTM
 
@@ -18,7 +19,10 @@ were right, and which were not. `--references` diarizes 16 conversations (2-4 sp
 table's lengths and short 4-speaker ones, four seeds each) with a reference clip of all voices
 but one, as `known_speaker_references[]` would give it, and says how many references named
 their voice (the label found over most of that voice's speech is its name) and how many
-voices without one kept a letter. With `--rttm DIR` each conversation's truth and what the
+voices without one kept a letter. `--counts` diarizes the table's conversations and the 36
+short ones twice in the same run, alone and told how many spoke (`min_speakers` =
+`max_speakers` = the truth), and prints, per size of conversation, the speaker counts right and
+the mean DER of each. With `--rttm DIR` each conversation's truth and what the
 diarizer found are written there as NIST RTTM (`NAME.truth.rttm`, `NAME.found.rttm`), which
 the TRUTH FOUND form, or any other scorer (pyannote.metrics, dscore), reads.
 
@@ -110,10 +114,12 @@ def read_rttm(path: Path) -> list[tuple[float, float, str]]:
 
 
 def _diarized(
-    samples: Samples, references: Sequence[tuple[str, Samples]] = ()
+    samples: Samples, references: Sequence[tuple[str, Samples]] = (), speakers: int | None = None
 ) -> tuple[list[tuple[float, float, str]], float]:
     """What the diarizer says (each region's speech, as the VAD heard it), and its CPU time;
-    `references` are known speakers' names and clips, embedded as the server does."""
+    `references` are known speakers' names and clips, embedded as the server does; told
+    `speakers`, that many speak (min_speakers = max_speakers)."""
+    from qwen3_asr_server.speakers.count import SpeakerCount
     from qwen3_asr_server.speakers.diarize import Diarizer, Known
     from qwen3_asr_server.speakers.embedding import SpeakerModel
     from qwen3_asr_server.speech import segmentation
@@ -125,7 +131,8 @@ def _diarized(
     known = [Known(name, diarizer.voice(clip, speech.recording(clip))) for name, clip in references]
     probabilities = speech.recording(samples)
     started = time.process_time()
-    regions = diarizer.regions(samples, probabilities, known)
+    count = None if speakers is None else SpeakerCount(speakers, speakers)
+    regions = diarizer.regions(samples, probabilities, known, count)
     spent = time.process_time() - started
     heard = segmentation.speech(probabilities, len(samples))
     found = [
@@ -252,6 +259,38 @@ def named_references(rttm_folder: Path | None = None) -> None:
     print("\n".join(wrong))
 
 
+def with_counts(rttm_folder: Path | None = None) -> None:
+    """A row per size of conversation (the table's, one seed each, then the short ones, six
+    seeds each): how many speaker counts were right and the mean DER, alone and told."""
+    from tests.fixtures.conversations import conversation
+
+    print(
+        "| speakers | turns | talks | count right: alone | told | DER 0.25: alone | told "
+        "| DER 0: alone | told |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    sizes = [(speakers, turns, (seed,)) for speakers, turns, seed in CONVERSATIONS]
+    sizes += [(speakers, turns, tuple(range(6))) for speakers, turns in SHORT]
+    with tempfile.TemporaryDirectory() as folder:
+        for speakers, turns, seeds in sizes:
+            right, rates = Counter[str](), {key: [] for key in ("alone", "told")}
+            for seed in seeds:
+                talk = conversation(speakers, turns, Path(folder), seed)
+                truth = [(turn.start, turn.end, turn.speaker) for turn in talk.truth]
+                for key, given in (("alone", None), ("told", speakers)):
+                    found = _diarized(talk.samples, speakers=given)[0]
+                    _keep(rttm_folder, f"{_name(speakers, turns, seed)}.{key}", truth, found)
+                    right[key] += len({label for *_, label in found}) == speakers
+                    rates[key].append(
+                        (error_rate(truth, found, 0.25), error_rate(truth, found, 0.0))
+                    )
+            mean = {key: np.mean(np.array(values), axis=0) for key, values in rates.items()}
+            print(
+                f"| {speakers} | {turns} | {len(seeds)} | {right['alone']} | {right['told']} "
+                f"| {mean['alone'][0]:.1%} | {mean['told'][0]:.1%} "
+                f"| {mean['alone'][1]:.1%} | {mean['told'][1]:.1%} |"
+            )
+
+
 def long_recording(hours: float, rttm_folder: Path | None = None) -> None:
     from tests.fixtures.conversations import RATE, conversation
 
@@ -285,6 +324,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, help="diarize one recording this long")
     parser.add_argument("--short", action="store_true", help="speaker counts of short talks")
     parser.add_argument("--references", action="store_true", help="known speakers named right")
+    parser.add_argument("--counts", action="store_true", help="DER alone and told the count")
     parser.add_argument("--rttm", type=Path, metavar="DIR", help="write each talk's RTTM here")
     args = parser.parse_args()
     if args.hours is not None:
@@ -295,6 +335,9 @@ def main() -> None:
         return
     if args.references:
         named_references(args.rttm)
+        return
+    if args.counts:
+        with_counts(args.rttm)
         return
     if args.truth is None:
         table(args.rttm)

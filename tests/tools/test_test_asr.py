@@ -14,8 +14,10 @@ import pytest
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.launch import free_port
+from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.containers import encode
+from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
@@ -234,6 +236,9 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         ["--words", "--stream"],
         ["--words", "--format", "srt"],
         ["--words", "--context", "Hermes"],
+        ["--speakers", "2", "--translate"],
+        ["--speakers", "2", "--model", "whisper-1"],
+        ["--speakers", "0"],
     ],
 )
 def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
@@ -241,6 +246,20 @@ def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert "error:" in result.stderr
+
+
+def test_speakers_tells_the_diarizer_how_many_spoke(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    """Two voices: told one spoke, every cue is A's."""
+    path = tmp_path / "talk.wav"
+    path.write_bytes(conversation(2, 4, tmp_path, seed=1).wav())
+    alone = run_tool(str(path), "--url", live_server.url, "--format", "srt", "--model", DIARIZE)
+    told = run_tool(str(path), "--url", live_server.url, "--format", "srt", "--speakers", "1")
+    assert (alone.returncode, told.returncode) == (0, 0)
+    assert "[B]" in alone.stdout
+    assert "[A]" in told.stdout
+    assert "[B]" not in told.stdout
 
 
 def test_a_garbage_file_gets_the_servers_message(live_server: LiveServer, tmp_path: Path) -> None:
