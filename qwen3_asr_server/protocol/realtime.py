@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 from ..errors import APIError, EventError
 from ..model.catalog import DIARIZE
 from ..model.languages import Language
+from ..speakers.count import MOST_SPEAKERS
 from ..speech.audio import RATE
 from ..speech.segmentation import VAD_PREFIX_PADDING_MS, VAD_SILENCE_MS, VAD_THRESHOLD
 from . import fields
@@ -117,6 +118,7 @@ class SessionConfig:
     turn_detection: ServerVad | SemanticVad | None = ServerVad()
     logprobs: bool = False
     beta: bool = False
+    max_speakers: int | None = None  # a diarizing session opens no more voices than this
 
     @property
     def forced(self) -> Language | None:
@@ -171,6 +173,7 @@ class Transcription(_Model):
     prompt: Text | None = None
     keywords: Keywords | None = None
     delay: Annotated[str, OneOf(DELAYS)] | None = None
+    max_speakers: Annotated[int, Between(1, MOST_SPEAKERS, whole=True)] | None = None
 
 
 class TurnDetection(_Model):
@@ -291,6 +294,9 @@ def check(config: SessionConfig, policy: Policy) -> None:
     refusal = None if config.model is None else policy.catalog.refusal(config.model, True)
     if refusal is not None:
         raise EventError(refusal.message, refusal.code or "invalid_value", f"{path}.model")
+    if config.max_speakers is not None and not config.diarize:
+        param = f"{path}.max_speakers"
+        raise EventError(f"max_speakers is for model {DIARIZE!r}.", "invalid_value", param)
     try:
         fields.context(config.prompt, config.keywords, policy.context_limit)
     except fields.Problem as exc:
@@ -352,18 +358,11 @@ def _input(config: SessionConfig, given: BaseModel, transcription: str, vad: str
 def _transcription(config: SessionConfig, given: Transcription | None) -> SessionConfig:
     if given is None:  # transcription can't be turned off: back to the defaults
         defaults = SessionConfig()
-        return replace(
-            config,
-            language=defaults.language,
-            languages=defaults.languages,
-            prompt=defaults.prompt,
-            keywords=defaults.keywords,
-            model=defaults.model,
-            delay=defaults.delay,
-        )
+        names = ("language", "languages", "prompt", "keywords", "model", "delay", "max_speakers")
+        return replace(config, **{name: getattr(defaults, name) for name in names})
     sent = given.model_fields_set
     changes: dict[str, Any] = {
-        name: getattr(given, name) for name in ("model", "language") if name in sent
+        name: getattr(given, name) for name in ("model", "language", "max_speakers") if name in sent
     }
     if "languages" in sent:
         changes["languages"] = given.languages or ()

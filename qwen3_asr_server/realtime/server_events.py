@@ -61,6 +61,8 @@ def session_object(config: SessionConfig, session_id: str) -> dict[str, Any]:
         transcription["keywords"] = list(config.keywords)
     if config.delay is not None:
         transcription["delay"] = config.delay
+    if config.max_speakers is not None:
+        transcription["max_speakers"] = config.max_speakers
     vad = config.turn_detection
     turn_detection: dict[str, Any] | None = None
     if isinstance(vad, SemanticVad):

@@ -130,6 +130,7 @@ class Transcriber:
         diarizer, voices = self.state.diarizer, self._voices
         if not config.diarize or diarizer is None:
             return None
+        voices.most = config.max_speakers
         return lambda audio, speech: diarizer.utterance(audio.samples, speech, voices)
 
     async def _run(self) -> None:

@@ -154,11 +154,14 @@ def letter(index: int) -> str:
 
 class Voices:
     """The speakers a Realtime session has heard, A, B, ... in order of first speech: each
-    the mean of its voice prints so far, which each new utterance's voices are matched to."""
+    the mean of its voice prints so far, which each new utterance's voices are matched to.
+    Once `most` voices are open (the session's `max_speakers`), an unheard voice goes to the
+    nearest of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int | None = None) -> None:
         self._sums: list[npt.NDArray[np.float32]] = []
         self.last = letter(0)  # who spoke last: for an utterance too short to tell by
+        self.most = most
 
     def label(self, embeddings: Embeddings, sure: bool = True) -> str:
         """The label of the voice of these windows (one speaker's), a new one if unheard;
@@ -167,7 +170,8 @@ class Voices:
         if self._sums:
             similarity = unit(np.stack(self._sums)) @ unit(total)
             best = int(np.argmax(similarity))
-            if similarity[best] >= (clustering.MERGE_COSINE if sure else UNSURE_COSINE):
+            full = self.most is not None and len(self._sums) >= self.most
+            if full or similarity[best] >= (clustering.MERGE_COSINE if sure else UNSURE_COSINE):
                 self._sums[best] = self._sums[best] + total
                 self.last = letter(best)
                 return self.last

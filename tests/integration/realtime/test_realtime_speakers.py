@@ -59,3 +59,16 @@ def test_an_items_transcript_is_its_segments_text(events: list[Event]) -> None:
     for item in started(events):
         [done] = [e for e in events if e["type"].endswith("completed") and e["item_id"] == item]
         assert done["transcript"] == " ".join(s.text for s in parts if s.item_id == item)
+
+
+def test_max_speakers_caps_the_voices_a_session_opens(talk: Conversation) -> None:
+    """Three voices, a cap of two: the third's utterances go to the nearer of the two."""
+    server = LiveServer(StandIn(MODEL, describe=True))
+    try:
+        url = server.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+        capped = asyncio.run(session(url, talk, max_speakers=2))
+    finally:
+        server.stop()
+    [updated] = [event for event in capped if event["type"] == "session.updated"]
+    assert updated["session"]["audio"]["input"]["transcription"]["max_speakers"] == 2
+    assert {segment.speaker for segment in segments(capped)} == {"A", "B"}

@@ -8,6 +8,7 @@ from typing import Any
 from openai.types.realtime import ConversationItemInputAudioTranscriptionCompletedEvent
 from websockets.asyncio.client import ClientConnection
 
+from qwen3_asr_server.model.catalog import DIARIZE
 from tests.fixtures.harness import MODEL
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
@@ -116,3 +117,20 @@ async def test_bad_keywords_and_languages_are_error_events() -> None:
                 refused = await update(ws, transcription)
                 assert refused["type"] == "error", transcription
                 assert refused["error"]["param"] == param
+
+
+async def test_max_speakers_is_checked_and_echoed_on_the_diarizing_model() -> None:
+    with serving() as url:
+        async with session(url) as ws:
+            param = "session.audio.input.transcription.max_speakers"
+            for transcription in (
+                {"model": DIARIZE, "max_speakers": 0},
+                {"model": DIARIZE, "max_speakers": 21},
+                {"model": DIARIZE, "max_speakers": "2"},
+                {"max_speakers": 2},  # the session's model labels no speakers
+            ):
+                refused = await update(ws, transcription)
+                assert refused["type"] == "error", transcription
+                assert refused["error"]["param"] == param
+            taken = await update(ws, {"model": DIARIZE, "max_speakers": 2})
+            assert taken["session"]["audio"]["input"]["transcription"]["max_speakers"] == 2

@@ -8,7 +8,16 @@ import pytest
 
 from qwen3_asr_server.speakers import clustering, features
 from qwen3_asr_server.speakers.count import SpeakerCount
-from qwen3_asr_server.speakers.diarize import HOP, SHORTEST, WINDOW, Known, labels, regions, windows
+from qwen3_asr_server.speakers.diarize import (
+    HOP,
+    SHORTEST,
+    WINDOW,
+    Known,
+    Voices,
+    labels,
+    regions,
+    windows,
+)
 from qwen3_asr_server.speakers.diarize import turns as turns_of
 from qwen3_asr_server.speech.segmentation import Span
 from qwen3_asr_server.speech.silero import WINDOW as VAD_WINDOW
@@ -144,3 +153,11 @@ def test_long_recordings_keep_the_count_across_blocks() -> None:
     assert clustering.cluster(points, block=100, count=SpeakerCount(3, 8)).tolist() == (
         truth.tolist()
     )
+
+
+def test_a_sessions_voices_stop_opening_at_its_cap() -> None:
+    points, truth = voices(3, 4)
+    capped, free = Voices(most=2), Voices()
+    assert [free.label(points[truth == who]) for who in range(3)] == ["A", "B", "C"]
+    assert [capped.label(points[truth == who]) for who in range(3)][:2] == ["A", "B"]
+    assert capped.last in ("A", "B")
