@@ -259,17 +259,22 @@ def named_references(rttm_folder: Path | None = None) -> None:
     print("\n".join(wrong))
 
 
-def with_counts(rttm_folder: Path | None = None) -> None:
-    """A row per size of conversation (the table's, one seed each, then the short ones, six
-    seeds each): how many speaker counts were right and the mean DER, alone and told."""
+def with_counts(
+    rttm_folder: Path | None = None, sizes: Sequence[tuple[int, int, Sequence[int]]] = ()
+) -> None:
+    """A row per size of conversation (speakers, turns, seeds; by default the table's, one
+    seed each, then the short ones, six seeds each): how many speaker counts were right and
+    the mean DER, alone and told."""
     from tests.fixtures.conversations import conversation
 
     print(
         "| speakers | turns | talks | count right: alone | told | DER 0.25: alone | told "
         "| DER 0: alone | told |\n|---|---|---|---|---|---|---|---|---|"
     )
-    sizes = [(speakers, turns, (seed,)) for speakers, turns, seed in CONVERSATIONS]
-    sizes += [(speakers, turns, tuple(range(6))) for speakers, turns in SHORT]
+    sizes = sizes or [
+        *[(speakers, turns, (seed,)) for speakers, turns, seed in CONVERSATIONS],
+        *[(speakers, turns, tuple(range(6))) for speakers, turns in SHORT],
+    ]
     with tempfile.TemporaryDirectory() as folder:
         for speakers, turns, seeds in sizes:
             right, rates = Counter[str](), {key: [] for key in ("alone", "told")}

@@ -72,3 +72,11 @@ def test_rttm_keeps_the_truth_and_what_was_found(
         check=True,
     )
     assert f"| {float(scored.stdout):.1%} |" in row
+
+
+def test_counts_diarize_each_talk_alone_and_told(capsys: pytest.CaptureFixture[str]) -> None:
+    """--counts: a short three-voice talk (seed 2) where alone two voices are found; told
+    three, three."""
+    script.with_counts(None, [(3, 6, (2,))])
+    cells = capsys.readouterr().out.splitlines()[-1].strip("|").split("|")
+    assert [cell.strip() for cell in cells[:5]] == ["3", "6", "1", "0", "1"]
