@@ -4,9 +4,12 @@ that a segment tells which channel's speech it is)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import numpy as np
+import orjson
 import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
 
@@ -20,6 +23,7 @@ from tests.fixtures.standin import StandIn
 AGENT = [(0.5, False), (2.0, True), (5.5, False)]
 CUSTOMER = [(4.0, False), (3.0, True), (1.0, False)]
 SILENT = [(8.0, False)]
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
 
 
 def stereo(*channels: list[tuple[float, bool]]) -> bytes:
@@ -166,3 +170,29 @@ async def test_what_multichannel_cannot_take_is_a_400(
     )
     assert response.status_code == 400
     assert response.json()["error"]["param"].startswith(param)
+
+
+async def test_a_batch_line_with_multichannel_answers_with_channels(harness: Harness) -> None:
+    sdk = harness.sdk
+    call = await sdk.files.create(file=("call.wav", stereo(AGENT, CUSTOMER)), purpose="user_data")
+    body = {"file": call.id, "model": MODEL, "multichannel": True}
+    line = {"custom_id": "call", "method": "POST", "url": TRANSCRIPTIONS,
+            "body": {**body, "response_format": "verbose_json"}}  # fmt: skip
+    source = await sdk.files.create(file=("in.jsonl", orjson.dumps(line)), purpose="batch")
+    created = await sdk.batches.create(
+        input_file_id=source.id,
+        endpoint=TRANSCRIPTIONS,  # type: ignore[arg-type]
+        completion_window="24h",
+    )
+    batch = await sdk.batches.retrieve(created.id)
+    deadline = time.monotonic() + 60
+    while batch.status not in ("completed", "failed", "expired", "cancelled"):
+        assert time.monotonic() < deadline, batch
+        await asyncio.sleep(0.1)
+        batch = await sdk.batches.retrieve(created.id)
+    assert batch.status == "completed", batch
+    assert batch.output_file_id
+    (output,) = (await sdk.files.content(batch.output_file_id)).text.splitlines()
+    answer = orjson.loads(output)["response"]["body"]
+    assert [segment["channel"] for segment in answer["segments"]] == [0, 1]
+    assert [segment["speaker"] for segment in answer["segments"]] == ["A", "B"]
