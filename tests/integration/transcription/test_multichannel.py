@@ -8,7 +8,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-import numpy as np
 import orjson
 import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
@@ -16,7 +15,7 @@ from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
 from qwen3_asr_server.model.catalog import DIARIZE
 from tests.fixtures.audio import pcm_wav, wav
 from tests.fixtures.harness import MODEL, Harness, app_before
-from tests.fixtures.speech import speech_wav, spoken
+from tests.fixtures.speech import channels_wav, speech_wav
 from tests.fixtures.standin import StandIn
 
 # A call: the agent (left) speaks 2 s, then the customer (right) 3 s; 8 s in all
@@ -24,14 +23,6 @@ AGENT = [(0.5, False), (2.0, True), (5.5, False)]
 CUSTOMER = [(4.0, False), (3.0, True), (1.0, False)]
 SILENT = [(8.0, False)]
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
-
-
-def stereo(*channels: list[tuple[float, bool]]) -> bytes:
-    """A 16-bit WAV with one channel of `spoken` speech (or silence) per pattern."""
-    tracks = [np.round(spoken(pattern, seed=index) * 32767) for index, pattern in
-              enumerate(channels)]  # fmt: skip
-    frames = np.stack(tracks, axis=1).astype("<i2").tobytes()
-    return pcm_wav(frames, channels=len(channels))
 
 
 @pytest.fixture
@@ -54,7 +45,7 @@ async def _post(harness: Harness, audio: bytes, **fields: str | list[str]) -> di
 async def test_each_channel_is_transcribed_apart_and_merged_by_time(harness: Harness) -> None:
     answer = await harness.sdk.audio.transcriptions.create(
         model=MODEL,
-        file=("call.wav", stereo(AGENT, CUSTOMER)),
+        file=("call.wav", channels_wav(AGENT, CUSTOMER)),
         response_format="verbose_json",
         extra_body={"multichannel": True},
     )
@@ -74,7 +65,7 @@ async def test_each_channel_is_transcribed_apart_and_merged_by_time(harness: Har
 async def test_without_multichannel_the_channels_are_mixed(harness: Harness) -> None:
     response = await harness.http.post(
         "/v1/audio/transcriptions",
-        files={"file": ("call.wav", stereo(AGENT, CUSTOMER), "audio/wav")},
+        files={"file": ("call.wav", channels_wav(AGENT, CUSTOMER), "audio/wav")},
         data={"model": MODEL, "response_format": "verbose_json"},
     )
     segments = response.json()["segments"]
@@ -84,7 +75,7 @@ async def test_without_multichannel_the_channels_are_mixed(harness: Harness) -> 
 async def test_diarized_json_names_the_channels_in_order(harness: Harness) -> None:
     answer = await harness.sdk.audio.transcriptions.create(
         model=DIARIZE,
-        file=("call.wav", stereo(AGENT, CUSTOMER)),
+        file=("call.wav", channels_wav(AGENT, CUSTOMER)),
         response_format="diarized_json",
         known_speaker_names=["agent", "customer"],
         extra_body={"multichannel": True},
@@ -96,7 +87,7 @@ async def test_diarized_json_names_the_channels_in_order(harness: Harness) -> No
 
 
 async def test_any_model_labels_channels_in_diarized_json(harness: Harness) -> None:
-    body = await _post(harness, stereo(AGENT, CUSTOMER), response_format="diarized_json")
+    body = await _post(harness, channels_wav(AGENT, CUSTOMER), response_format="diarized_json")
     TranscriptionDiarized.model_validate(body)
     assert [segment["speaker"] for segment in body["segments"]] == ["A", "B"]  # type: ignore[attr-defined]
 
@@ -114,7 +105,7 @@ async def test_subtitles_label_each_cue_with_its_channel(harness: Harness) -> No
 async def _vtt_or_srt(harness: Harness, kind: str, names: dict[str, list[str]]) -> str:
     response = await harness.http.post(
         "/v1/audio/transcriptions",
-        files={"file": ("call.wav", stereo(AGENT, CUSTOMER), "audio/wav")},
+        files={"file": ("call.wav", channels_wav(AGENT, CUSTOMER), "audio/wav")},
         data={"model": MODEL, "multichannel": "true", "response_format": kind, **names},
     )
     assert response.status_code == 200, response.text
@@ -123,10 +114,10 @@ async def _vtt_or_srt(harness: Harness, kind: str, names: dict[str, list[str]]) 
 
 async def test_a_silent_channel_sends_nothing_upstream(harness: Harness) -> None:
     assert harness.standin is not None
-    body = await _post(harness, stereo(AGENT, SILENT), response_format="verbose_json")
+    body = await _post(harness, channels_wav(AGENT, SILENT), response_format="verbose_json")
     assert len(harness.standin.requests) == 1  # the agent's one utterance
     assert [segment["channel"] for segment in body["segments"]] == [0]  # type: ignore[attr-defined]
-    text = await _post(harness, stereo(SILENT, SILENT))
+    text = await _post(harness, channels_wav(SILENT, SILENT))
     assert text["text"] == ""
     assert len(harness.standin.requests) == 1
 
@@ -165,7 +156,7 @@ async def test_what_multichannel_cannot_take_is_a_400(
 ) -> None:
     response = await harness.http.post(
         "/v1/audio/transcriptions",
-        files={"file": ("call.wav", stereo(AGENT, CUSTOMER), "audio/wav")},
+        files={"file": ("call.wav", channels_wav(AGENT, CUSTOMER), "audio/wav")},
         data={"model": MODEL, "multichannel": "true", **fields},
     )
     assert response.status_code == 400
@@ -174,7 +165,9 @@ async def test_what_multichannel_cannot_take_is_a_400(
 
 async def test_a_batch_line_with_multichannel_answers_with_channels(harness: Harness) -> None:
     sdk = harness.sdk
-    call = await sdk.files.create(file=("call.wav", stereo(AGENT, CUSTOMER)), purpose="user_data")
+    call = await sdk.files.create(
+        file=("call.wav", channels_wav(AGENT, CUSTOMER)), purpose="user_data"
+    )
     body = {"file": call.id, "model": MODEL, "multichannel": True}
     line = {"custom_id": "call", "method": "POST", "url": TRANSCRIPTIONS,
             "body": {**body, "response_format": "verbose_json"}}  # fmt: skip
