@@ -19,23 +19,24 @@ examples:
   ./test-asr.py call.wav --multichannel --format vtt
   ./test-asr.py --batch recordings/ --format srt
 
---format json and text print the transcript, srt and vtt the subtitle file as the server sends
-it, verbose_json the whole answer (segments, timestamps) pretty-printed. --words prints one
-line per word, its start and end in seconds (the server must run with --aligner). --context
-primes the model with names and terms: the file goes to /v1/chat/completions as an input_audio
-part, the context as the system message, a --language as the assistant's pre-fill. --stream
-prints the text as the model writes it. --multichannel transcribes each channel of the file
-apart (a call's agent and customer), each channel its own speaker. On a terminal (or with
---progress) a json or text transcription shows the pieces the server cut the file into, done of
-planned, on stderr: the file is sent as a stream, whose progress comments the server adds.
---realtime plays the file to /v1/realtime?intent=transcription as a microphone would (24 kHz
-PCM, in real time) and prints each utterance's text as it comes, one line per utterance.
---batch DIR uploads the folder's audio files (by extension; --recursive for its sub-folders
-too) and transcribes them as one batch (/v1/files, /v1/batches): it shows done of total on
-stderr, writes each transcript beside its recording (talk.mp3 -> talk.txt, .srt, .vtt or, for
-verbose_json, .json) and prints its path; Ctrl-C cancels the batch, --no-wait prints the
-batch's id and leaves it running. The API key comes from --api-key or the QWEN_API_KEY
-environment variable.
+--format json and text print the transcript, srt and vtt the subtitle file as the server
+sends it, verbose_json the whole answer (segments, timestamps) pretty-printed. --words prints
+one line per word, its start and end in seconds (the server must run with --aligner).
+--context primes the model with names and terms: the file goes to /v1/chat/completions as an
+input_audio part, the context as the system message, a --language as the assistant's pre-fill.
+--stream prints the text as the model writes it. On a terminal (or with --progress) a json or
+text transcription shows the pieces the server cut the file into, done of planned, on stderr:
+the file is sent as a stream, whose progress comments the server adds. --realtime plays the file to
+/v1/realtime?intent=transcription as a microphone would (24 kHz PCM, in real time) and prints
+each utterance's text as it comes, one line per utterance. --batch DIR uploads the folder's
+audio files (by extension; --recursive for its sub-folders too) and transcribes them as one
+batch (/v1/files, /v1/batches): it shows done of total on stderr, writes each transcript beside
+its recording (talk.mp3 -> talk.txt, .srt, .vtt or, for verbose_json, .json) and prints its path;
+Ctrl-C cancels the batch, --no-wait prints the batch's id and leaves it running. The API key
+comes from --api-key or the QWEN_API_KEY environment variable.
+
+--multichannel transcribes each channel of the file apart (a call's agent and customer), each
+channel its own speaker.
 
 exit status: 0 the transcript was printed (with --batch: every recording has its transcript),
 1 the request failed (one line on stderr says why), 2 a usage error. Needs httpx
