@@ -145,8 +145,8 @@ def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
     if args.words and args.format != "json":
         parser.error(f"--words prints its own lines: drop --format {args.format}")
-    if args.multichannel and (args.stream or args.realtime or args.words):
-        parser.error("--multichannel needs the whole answer: drop --stream, --realtime, --words")
+    if args.multichannel and (args.stream or args.realtime):
+        parser.error("--multichannel needs the whole answer: drop --stream and --realtime")
     if args.multichannel and args.context is not None and args.batch is None:
         parser.error("--multichannel goes to the audio route: drop --context")
     plain_only = args.stream or (args.context is not None and args.batch is None)
