@@ -33,6 +33,7 @@ from ..errors import APIError, too_large
 from ..model.catalog import DIARIZE
 from ..model.languages import Language
 from ..speech.segmentation import Chunking
+from ..transcription.channels import MAX_CHANNELS
 from ..transcription.formats import FORMATS, named
 from ..transcription.request import Encoded, Format, Reference, Request, Task, Words
 from . import fields, speakers
@@ -142,8 +143,14 @@ class AudioRequest(BaseModel):
     known_speaker_references: tuple[Text, ...] = Field(
         (), description="A data URL of 2-10 s of each named speaker's voice, in order."
     )
+    multichannel: Flag = Field(
+        False,
+        description="Each channel transcribed apart, its own speaker (Deepgram's and "
+        f"AssemblyAI's field); up to {MAX_CHANNELS} channels; mono is channel 0.",
+    )
     _context: str | None = PrivateAttr(None)
     _known: tuple[Reference, ...] = PrivateAttr(())
+    _channel_names: tuple[str, ...] = PrivateAttr(())
 
     @property
     def translation(self) -> bool:
@@ -209,6 +216,8 @@ class AudioRequest(BaseModel):
             diarize=self.diarize,
             known=self.known,
             usage_in_seconds=self.usage_in_seconds,
+            multichannel=self.multichannel,
+            channel_names=self._channel_names,
         )
 
     @model_validator(mode="after")
@@ -246,6 +255,13 @@ class AudioRequest(BaseModel):
         return self
 
     def _speakers(self, kind: Format) -> None:
+        if self.multichannel:  # the channels are the speakers, whichever the model
+            if self.stream:
+                raise _unsupported("multichannel does not stream yet; send stream=false.", "stream")
+            self._channel_names = speakers.channel_names(
+                self.known_speaker_names, self.known_speaker_references
+            )
+            return
         if kind.speakers and not self.diarize:
             raise _unsupported(
                 f"response_format {kind.name!r} labels speakers: it needs model {DIARIZE!r}.",

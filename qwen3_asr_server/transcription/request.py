@@ -84,6 +84,8 @@ class Request:
     chunking: Chunking | None = None  # where the client cuts the audio (None: this server)
     diarize: bool = False  # speakers are labelled (the diarizing model)
     known: tuple[Reference, ...] = ()  # the speakers named, in order, for the diarizer
+    multichannel: bool = False  # each channel transcribed apart, its own speaker (`channels`)
+    channel_names: tuple[str, ...] = ()  # the channels' speakers, in channel order
     usage_in_seconds: bool = True  # whisper-1's usage (seconds), not gpt-*'s (tokens)
 
     @property
