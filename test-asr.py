@@ -4,11 +4,12 @@
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
                           [--format json|text|srt|vtt|verbose_json | --words]
                           [--stream | --realtime]
-                          [--translate | --speakers N] [--url http://localhost:8000]
-                          [--api-key KEY] [--model whisper-1] [--timeout 600]
+                          [--translate | --speakers N] [--multichannel]
+                          [--url http://localhost:8000] [--api-key KEY] [--model whisper-1]
+                          [--timeout 600]
        ./test-asr.py --batch DIR [--recursive] [--no-wait] [--language ...] [--context ...]
-                          [--format ...] [--translate | --speakers N] [--url ...]
-                          [--api-key KEY]
+                          [--format ...] [--translate | --speakers N] [--multichannel]
+                          [--url ...] [--api-key KEY]
 
 examples:
   ./test-asr.py meeting.wav --language en
@@ -17,6 +18,7 @@ examples:
   ./test-asr.py song.mp3 --words
   ./test-asr.py call.wav --realtime
   ./test-asr.py interview.mp3 --speakers 2 --format srt
+  ./test-asr.py call.wav --multichannel --format vtt
   ./test-asr.py --batch recordings/ --format srt
 
 --format json and text print the transcript, srt and vtt the subtitle file as the server
@@ -36,6 +38,9 @@ Ctrl-C cancels the batch, --no-wait prints the batch's id and leaves it running.
 says N people spoke: the model is gpt-4o-transcribe-diarize, told min_speakers = max_speakers
 = N (the server must run a diarizer); verbose_json, srt and vtt show who said what. The API
 key comes from --api-key or the QWEN_API_KEY environment variable.
+
+--multichannel transcribes each channel of the file apart (a call's agent and customer), each
+channel its own speaker.
 
 exit status: 0 the transcript was printed (with --batch: every recording has its transcript),
 1 the request failed (one line on stderr says why), 2 a usage error. Needs httpx
@@ -93,6 +98,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--realtime", action="store_true", help="stream the file live over the Realtime API")
     add("--translate", action="store_true", help="use /v1/audio/translations")
     add("--speakers", type=int, metavar="N", help=f"N people spoke: {DIARIZE}, told N")
+    add("--multichannel", action="store_true", help="each channel apart, its own speaker")
     add("--url", default="http://localhost:8000", help="the server (default: %(default)s)")
     add("--api-key", metavar="KEY", default=os.environ.get("QWEN_API_KEY"), help="or QWEN_API_KEY")
     add("--model", help=f"the model id to send (default: whisper-1; --speakers: {DIARIZE})")
@@ -120,7 +126,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.progress = args.progress is not False  # the batch's counts, unless --no-progress
         return args
     plain = args.format in ("json", "text") and not (args.words or args.translate)
-    whole = not (args.stream or args.realtime) and args.context is None
+    whole = not (args.stream or args.realtime or args.multichannel) and args.context is None
     wanted = sys.stderr.isatty() if args.progress is None else args.progress
     args.progress = wanted and plain and whole
     try:
@@ -145,15 +151,20 @@ def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace
     if args.words and (args.stream or args.realtime or args.context is not None):
         parser.error("--words needs the whole answer: drop --stream, --realtime and --context")
     chat = args.context is not None and args.batch is None  # the file goes to chat
-    if args.speakers is not None and (args.translate or args.realtime or args.model or chat):
+    others = args.translate or args.realtime or args.model or chat or args.multichannel
+    if args.speakers is not None and others:
         parser.error(
             f"--speakers uses {DIARIZE} on /v1/audio/transcriptions: drop --translate, "
-            "--realtime, --context and --model"
+            "--realtime, --context, --model and --multichannel"
         )
     if args.speakers is not None and not 1 <= args.speakers <= 20:
         parser.error("--speakers takes 1 to 20")
     if args.words and args.format != "json":
         parser.error(f"--words prints its own lines: drop --format {args.format}")
+    if args.multichannel and (args.stream or args.realtime):
+        parser.error("--multichannel needs the whole answer: drop --stream and --realtime")
+    if args.multichannel and args.context is not None and args.batch is None:
+        parser.error("--multichannel goes to the audio route: drop --context")
     plain_only = args.stream or (args.context is not None and args.batch is None)
     if plain_only and args.format not in ("json", "text"):
         parser.error(f"--stream and --context print plain text: drop --format {args.format}")
@@ -193,6 +204,8 @@ def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
         data |= {"min_speakers": str(args.speakers), "max_speakers": str(args.speakers)}
     if args.stream or args.progress:
         data |= {"stream": "true", "response_format": "json"}
+    if args.multichannel:
+        data["multichannel"] = "true"
     endpoint = "translations" if args.translate else "transcriptions"
     files = {"file": (Path(args.file).name, args.audio)}
     return {"url": f"/v1/audio/{endpoint}", "data": data, "files": files}
@@ -310,6 +323,8 @@ def batch_job(args: argparse.Namespace) -> asr_batch.Job:
         options["prompt"] = args.context  # the form's context, where one file goes to chat
     if args.speakers:
         options |= {"min_speakers": args.speakers, "max_speakers": args.speakers}
+    if args.multichannel:
+        options["multichannel"] = True
     endpoint = "translations" if args.translate else "transcriptions"
     return asr_batch.Job(
         folder=Path(args.batch),

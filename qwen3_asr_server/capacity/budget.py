@@ -52,17 +52,19 @@ def budget_seconds(settings: LimitsSettings) -> float:
     return settings.audio_budget_seconds or memory_bytes() / MEMORY_SHARE / BYTES_PER_SECOND
 
 
-def estimate(file: BinaryIO, size: int, limit: float) -> tuple[float, bool]:
-    """Seconds of audio an upload of `size` bytes may decode to, at most `limit`, and whether
-    that is known (a WAV: its size over the byte rate its header gives) or a guess (anything
-    else, at `LOWEST_BITRATE`). The file is left rewound."""
+def estimate(file: BinaryIO, size: int, limit: float) -> tuple[float, int]:
+    """Seconds of audio an upload of `size` bytes may decode to, at most `limit`, and its
+    channels where that is known (a WAV: its size over the byte rate its header gives, and the
+    channels it names) or 0 for a guess (anything else, at `LOWEST_BITRATE`, which is low
+    enough to hold a few channels too). The file is left rewound."""
     head = file.read(32)
     file.seek(0)
     if len(head) == 32 and head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        (channels,) = struct.unpack_from("<H", head, 22)
         (byte_rate,) = struct.unpack_from("<I", head, 28)
         if byte_rate >= 1000:  # a sane rate (8-bit mono at 1 kHz and up); else PyAV judges
-            return size / byte_rate, True
-    return min(size / LOWEST_BITRATE, limit), False
+            return size / byte_rate, max(channels, 1)
+    return min(size / LOWEST_BITRATE, limit), 0
 
 
 class Ledger(Protocol):

@@ -34,6 +34,7 @@ from ..model.catalog import DIARIZE
 from ..model.languages import Language
 from ..speakers.count import MOST_SPEAKERS, SpeakerCount
 from ..speech.segmentation import Chunking
+from ..transcription.channels import MAX_CHANNELS
 from ..transcription.formats import FORMATS, named
 from ..transcription.request import Encoded, Format, Reference, Request, Task, Words
 from . import fields, speakers
@@ -146,9 +147,15 @@ class AudioRequest(BaseModel):
     )
     min_speakers: Speakers | None = Field(None, description=f"For model {DIARIZE}.")
     max_speakers: Speakers | None = Field(None, description="min = max: exactly that many.")
+    multichannel: Flag = Field(
+        False,
+        description="Each channel transcribed apart, its own speaker (Deepgram's and "
+        f"AssemblyAI's field); up to {MAX_CHANNELS} channels; mono is channel 0.",
+    )
     _context: str | None = PrivateAttr(None)
     _known: tuple[Reference, ...] = PrivateAttr(())
     _count: SpeakerCount | None = PrivateAttr(None)
+    _channel_names: tuple[str, ...] = PrivateAttr(())
 
     @property
     def translation(self) -> bool:
@@ -215,6 +222,8 @@ class AudioRequest(BaseModel):
             known=self.known,
             speakers=self._count,
             usage_in_seconds=self.usage_in_seconds,
+            multichannel=self.multichannel,
+            channel_names=self._channel_names,
         )
 
     @model_validator(mode="after")
@@ -252,6 +261,21 @@ class AudioRequest(BaseModel):
         return self
 
     def _speakers(self, kind: Format) -> None:
+        counted = (self.min_speakers, self.max_speakers)
+        if counted != (None, None) and (self.multichannel or not self.diarize):
+            message = (
+                f"min_speakers and max_speakers are for model {DIARIZE!r}, without multichannel "
+                "(where the channels are the speakers)."
+            )
+            raise _unsupported(message, speakers.LEAST if counted[0] else speakers.MOST)
+        self._count = speakers.count(*counted)
+        if self.multichannel:  # the channels are the speakers, whichever the model
+            if self.stream:
+                raise _unsupported("multichannel does not stream yet; send stream=false.", "stream")
+            self._channel_names = speakers.channel_names(
+                self.known_speaker_names, self.known_speaker_references
+            )
+            return
         if kind.speakers and not self.diarize:
             raise _unsupported(
                 f"response_format {kind.name!r} labels speakers: it needs model {DIARIZE!r}.",
@@ -263,11 +287,6 @@ class AudioRequest(BaseModel):
                 speakers.NAMES if self.known_speaker_names else speakers.REFERENCES,
             )
         self._known = speakers.references(self.known_speaker_names, self.known_speaker_references)
-        counted = (self.min_speakers, self.max_speakers)
-        if counted != (None, None) and not self.diarize:
-            message = f"min_speakers and max_speakers are for model {DIARIZE!r}."
-            raise _unsupported(message, speakers.LEAST if counted[0] else speakers.MOST)
-        self._count = speakers.count(*counted)
 
 
 class TranscriptionRequest(AudioRequest):

@@ -3,11 +3,10 @@ checked field by field (a 400 naming the first that is wrong), as OpenAI's API t
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import invalid
 from ..jobs.formats import ENDPOINTS
 from . import fields
 from .fields import Between, OneOf
@@ -56,14 +55,3 @@ class BatchCreate(BaseModel):
                 "'{param}' takes at most 16 keys of up to 64 characters, values of up to 512.",
             )
         return value
-
-
-def read(model: type[BaseModel], values: Any, text: bool) -> Any:
-    """`values` as `model`, or the 400 for the first field that is wrong (`text`: they came
-    in a multipart form, as text)."""
-    if not isinstance(values, dict):
-        raise invalid("The request body must be a JSON object.", None)
-    try:
-        return model.model_validate(values, context={fields.TEXT: text})
-    except ValidationError as exc:
-        raise fields.api_error(exc) from None

@@ -16,6 +16,7 @@ from ..errors import APIError, invalid
 from ..speakers.count import MOST_SPEAKERS, SpeakerCount
 from ..speech import audio
 from ..speech.audio import Audio
+from ..transcription.channels import MAX_CHANNELS
 from ..transcription.request import Reference
 
 MAX_KNOWN = 4  # OpenAI's limit
@@ -54,6 +55,22 @@ def references(names: Sequence[str], urls: Sequence[str]) -> tuple[Reference, ..
         Reference(name, _clip(url, index))
         for index, (name, url) in enumerate(zip(names, urls, strict=True))
     )
+
+
+def channel_names(names: Sequence[str], urls: Sequence[str]) -> tuple[str, ...]:
+    """multichannel's speakers: a name for each channel, in channel order; no voices, for
+    the channels say who is who."""
+    if urls:
+        raise invalid(
+            "known_speaker_references[] are not used with multichannel: each channel is one "
+            "speaker, named by known_speaker_names[] in channel order.",
+            REFERENCES,
+        )
+    if len(names) > MAX_CHANNELS:
+        raise invalid(f"At most {MAX_CHANNELS} channel names, not {len(names)}.", NAMES)
+    if any(not name for name in names) or len(set(names)) != len(names):
+        raise invalid("known_speaker_names[] must be different and not empty.", NAMES)
+    return tuple(names)
 
 
 def _clip(url: str, index: int) -> Audio:

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from ..errors import invalid
 from ..protocol import jobs as protocol
+from ..protocol.body import json_body, read
 from ..state import State
 
 router = APIRouter()
@@ -17,11 +17,8 @@ router = APIRouter()
 
 @router.post("/v1/batches")
 async def create_batch(request: Request, state: State) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (ValueError, RecursionError) as exc:
-        raise invalid("The request body is not valid JSON.", None, code="invalid_json") from exc
-    asked: protocol.BatchCreate = protocol.read(protocol.BatchCreate, body, text=False)
+    body = await json_body(request)
+    asked: protocol.BatchCreate = read(protocol.BatchCreate, body, text=False)
     values = asked.model_dump()
     expires = asked.output_expires_after
     values["output_expires_after"] = expires.seconds if expires else None

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from ..errors import invalid
 from ..protocol import chat
+from ..protocol.body import json_body
 from ..state import State
 
 router = APIRouter()
@@ -16,10 +16,7 @@ router = APIRouter()
 
 @router.post("/v1/chat/completions")
 async def chat_completions(request: Request, state: State) -> Response:
-    try:
-        body = await request.json()
-    except (ValueError, RecursionError) as exc:  # nesting too deep to parse
-        raise invalid("The request body is not valid JSON.", None, code="invalid_json") from exc
+    body = await json_body(request)
     checked = chat.read(body, state.policy)
     request_id: str = request.state.request_id
     if checked.stream:

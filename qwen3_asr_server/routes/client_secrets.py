@@ -14,11 +14,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.requests import HTTPConnection
 
-from ..errors import invalid
 from ..middleware.auth import bearer
 from ..protocol import realtime
+from ..protocol.body import json_body, read
 from ..protocol.client_secrets import ClientSecretCreate, session_config
-from ..protocol.jobs import read
 from ..protocol.realtime import SessionConfig
 from ..realtime.secrets import ClientSecrets, Grant, is_ephemeral
 from ..realtime.server_events import new_id, session_object
@@ -29,10 +28,7 @@ router = APIRouter()
 
 @router.post("/v1/realtime/client_secrets")
 async def create_client_secret(request: Request, state: State) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (ValueError, RecursionError) as exc:
-        raise invalid("The request body is not valid JSON.", None, code="invalid_json") from exc
+    body = await json_body(request)
     asked: ClientSecretCreate = read(ClientSecretCreate, body, text=False)
     config = session_config(asked.session)
     realtime.check(config, state.policy)

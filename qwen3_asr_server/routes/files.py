@@ -15,6 +15,7 @@ from ..errors import APIError, invalid
 from ..jobs import formats
 from ..jobs.files import FULL, disk_full
 from ..protocol import jobs as protocol
+from ..protocol.body import read
 from ..speech import audio
 from ..state import State
 
@@ -51,7 +52,7 @@ def _read(form: FormData) -> tuple[UploadFile, protocol.FileUpload]:
     anchor, seconds = form.get("expires_after[anchor]"), form.get("expires_after[seconds]")
     if anchor is not None or seconds is not None:
         values["expires_after"] = {"anchor": anchor, "seconds": seconds}
-    asked: protocol.FileUpload = protocol.read(protocol.FileUpload, values, text=True)
+    asked: protocol.FileUpload = read(protocol.FileUpload, values, text=True)
     if not upload.size:
         raise APIError(400, "The 'file' is empty.", param="file", code="empty_file")
     return upload, asked

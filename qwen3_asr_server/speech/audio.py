@@ -110,44 +110,42 @@ def plain_wav(file: BinaryIO, max_seconds: float) -> Audio | None:
 
 
 def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audio:
-    """Decode the first audio stream to 16 kHz mono int16. Blocking: run it in a thread;
-    `stop` is asked after each frame, so that a request that is gone stops its decoding.
+    """Decode the first audio stream to 16 kHz mono int16, its channels mixed down. Blocking:
+    run it in a thread; `stop` is asked after each frame, so that a request that is gone stops
+    its decoding.
 
     Stops as soon as the audio runs past `max_seconds`, so a long file costs no more than the
     limit. A stream that breaks after some audio decoded keeps that audio (a recorder that was
     cut off mid-write), with a warning in the log. A stream whose rate, layout or sample format
     changes on the way (MP3s joined end to end) is decoded whole.
     """
+    (audio,) = _decoded(file, max_seconds, stop, 0)
+    return audio
+
+
+def channels(
+    file: BinaryIO, max_seconds: float, most: int, stop: Stop | None = None
+) -> list[Audio]:
+    """`decode`, each channel kept apart (a call recording's agent and customer), in the
+    stream's order; more than `most` channels is a 400. A stream whose layout changes on the
+    way is mixed to the layout it began with."""
+    return _decoded(file, max_seconds, stop, most)
+
+
+def _decoded(file: BinaryIO, max_seconds: float, stop: Stop | None, most: int) -> list[Audio]:
+    """The one decoder: mixed down to mono (`most` 0), or each of at most `most` channels."""
     audio = plain_wav(file, max_seconds)
     if audio is not None:
-        return audio
+        return [audio]
     try:
         container = av.open(file, mode="r", metadata_errors="ignore", options=_OPEN_OPTIONS)
     except (av.FFmpegError, ValueError) as exc:
         raise _undecodable(_reason(exc)) from exc
     with container:
-        stream = next(iter(container.streams.audio), None)
-        if stream is None:
-            raise _undecodable("it holds no audio stream")
-        declared = _declared_rate(stream)
-        if declared and not MIN_RATE <= declared <= MAX_RATE:
-            raise _undecodable(_implausible(declared))
-        if container.duration is not None and container.duration / av.time_base > max_seconds + 1:
-            raise too_long(max_seconds)
-        limit = int(max_seconds * RATE)
-        pcm = _Pcm()
+        stream = _audio_stream(container, max_seconds, most)
+        pcm = _Pcm(separate=most > 0)
         try:
-            for frame in container.decode(stream):
-                if stop is not None:
-                    stop.check()
-                rate = frame.sample_rate
-                if not MIN_RATE <= rate <= MAX_RATE:
-                    raise ValueError(_implausible(rate))
-                # Checked before resampling: one long frame at a low rate is hours of output.
-                if pcm.expected + frame.samples * RATE // rate > limit + RATE:
-                    raise too_long(max_seconds)
-                pcm.add(frame)
-            pcm.flush()
+            _read(container, stream, pcm, max_seconds, stop)
         except (av.FFmpegError, ValueError) as exc:
             if not pcm.expected:
                 raise _undecodable(_reason(exc)) from exc
@@ -156,36 +154,84 @@ def decode(file: BinaryIO, max_seconds: float, stop: Stop | None = None) -> Audi
             )
             with contextlib.suppress(av.FFmpegError, ValueError):
                 pcm.flush()
-    samples = np.frombuffer(pcm.data, dtype=np.int16)
-    if len(samples) > limit:
+    samples = np.frombuffer(pcm.data, dtype=np.int16).reshape(-1, pcm.channels)
+    if len(samples) > int(max_seconds * RATE):
         raise too_long(max_seconds)
     if len(samples) == 0:
         raise _empty()
-    return Audio(samples)
+    return [Audio(np.ascontiguousarray(samples[:, index])) for index in range(pcm.channels)]
+
+
+def _audio_stream(container: Any, max_seconds: float, most: int) -> av.AudioStream:
+    """The container's first audio stream, if its header is one worth decoding."""
+    stream: av.AudioStream | None = next(iter(container.streams.audio), None)
+    if stream is None:
+        raise _undecodable("it holds no audio stream")
+    declared = _declared_rate(stream)
+    if declared and not MIN_RATE <= declared <= MAX_RATE:
+        raise _undecodable(_implausible(declared))
+    if container.duration is not None and container.duration / av.time_base > max_seconds + 1:
+        raise too_long(max_seconds)
+    count = stream.codec_context.channels if stream.codec_context is not None else 0
+    if most and count > most:
+        raise too_many_channels(count, most)
+    return stream
+
+
+def too_many_channels(count: int, most: int) -> Exception:
+    return invalid(
+        f"The audio has {count} channels; multichannel transcribes at most {most}.",
+        "file",
+        code="too_many_channels",
+    )
+
+
+def _read(
+    container: Any, stream: av.AudioStream, pcm: _Pcm, max_seconds: float, stop: Stop | None
+) -> None:
+    """Every frame of `stream` into `pcm`, within `max_seconds`."""
+    limit = int(max_seconds * RATE)
+    for frame in container.decode(stream):
+        if stop is not None:
+            stop.check()
+        rate = frame.sample_rate
+        if not MIN_RATE <= rate <= MAX_RATE:
+            raise ValueError(_implausible(rate))
+        # Checked before resampling: one long frame at a low rate is hours of output.
+        if pcm.expected + frame.samples * RATE // rate > limit + RATE:
+            raise too_long(max_seconds)
+        pcm.add(frame)
+    pcm.flush()
 
 
 class _Pcm:
-    """Decoded frames in, 16 kHz mono s16 out. Frames wait in a FIFO and are resampled in
-    blocks: FFmpeg's resampler costs about as much per call as per sample, and called once per
-    MP3 frame it took longer than decoding the MP3. The samples out are the same either way.
+    """Decoded frames in, 16 kHz s16 out: mono, or (`separate`) in the first frame's layout,
+    interleaved. Frames wait in a FIFO and are resampled in blocks: FFmpeg's resampler costs
+    about as much per call as per sample, and called once per MP3 frame it took longer than
+    decoding the MP3. The samples out are the same either way.
     """
 
     BLOCK = 16384  # source samples per resampler call
 
-    def __init__(self) -> None:
+    def __init__(self, separate: bool = False) -> None:
         self.data = bytearray()  # grows in place: no second copy of hours of samples at the end
-        self.expected = 0  # output samples of the frames added so far (before resampling)
+        self.expected = 0  # output samples a channel of the frames added so far
+        self.separate = separate
+        self.layout = "mono"  # what comes out; with `separate`, the first frame's
+        self.channels = 1
         self._fifo: av.AudioFifo | None = None
         self._resampler: av.AudioResampler | None = None
         self._source: tuple[str, str, int] | None = None  # what the two were set up for
 
     def add(self, frame: av.AudioFrame) -> None:
         source = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if self.separate and not self.expected:
+            self.layout, self.channels = frame.layout.name, frame.layout.nb_channels
         fifo = self._fifo
         if fifo is None or source != self._source:  # MP3s joined end to end change midway
             self.flush()
             fifo = self._fifo = av.AudioFifo()
-            self._resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+            self._resampler = av.AudioResampler(format="s16", layout=self.layout, rate=RATE)
             self._source = source
         frame.pts = None  # joined or damaged streams have gaps the FIFO would refuse
         fifo.write(frame)
@@ -205,7 +251,8 @@ class _Pcm:
         if self._resampler is None:
             return
         for out in self._resampler.resample(frame):
-            self.data += memoryview(out.planes[0])[: out.samples * 2]  # s16 mono: 2 bytes each
+            # packed s16: 2 bytes a sample of each channel
+            self.data += memoryview(out.planes[0])[: out.samples * 2 * self.channels]
 
 
 class Resampler:

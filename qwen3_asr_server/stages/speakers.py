@@ -30,7 +30,8 @@ class SpeakerAttribution:
         self.speech = speech
 
     def needed(self, request: Request) -> bool:
-        return request.diarize and self.diarizer is not None
+        """Not with multichannel: its channels are its speakers."""
+        return request.diarize and not request.multichannel and self.diarizer is not None
 
     def check_ready(self) -> None:
         """The diarizer runs in this process: always ready."""

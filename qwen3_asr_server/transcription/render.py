@@ -52,6 +52,7 @@ def _segment(index: int, segment: Segment, temperature: float) -> TranscriptionS
         # Qwen3-ASR marks no speech as `language None`; such pieces never become segments
         no_speech_prob=0.0,
         speaker=segment.speaker,
+        channel=segment.channel,
     )
 
 
@@ -63,6 +64,7 @@ def diarized_segment(index: int, segment: Segment) -> TranscriptionDiarizedSegme
         end=round(segment.end, 3),
         text=segment.text,
         speaker=segment.speaker or "A",
+        channel=segment.channel,
     )
 
 

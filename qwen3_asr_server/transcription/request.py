@@ -86,6 +86,8 @@ class Request:
     diarize: bool = False  # speakers are labelled (the diarizing model)
     known: tuple[Reference, ...] = ()  # the speakers named, in order, for the diarizer
     speakers: SpeakerCount | None = None  # how many spoke, if the client said (None: it finds)
+    multichannel: bool = False  # each channel transcribed apart, its own speaker (`channels`)
+    channel_names: tuple[str, ...] = ()  # the channels' speakers, in channel order
     usage_in_seconds: bool = True  # whisper-1's usage (seconds), not gpt-*'s (tokens)
 
     @property

@@ -3,8 +3,8 @@
 
 They are the shapes of OpenAI's `openai.types.audio`, under its names, but declared here:
 this server sends their keys in another order than OpenAI's classes list them, and answers
-more (`languages` in verbose_json, a segment's or word's `speaker`, a translation's `_note`);
-the bytes sent must stay those clients have always had.
+more (`languages` in verbose_json, a segment's or word's `speaker`, a segment's `channel`, a
+translation's `_note`); the bytes sent must stay those clients have always had.
 
 A field that is sometimes left out is never null: `absent()` leaves it out of the body when it
 is None, and the schema publishes it as optional, not as nullable.
@@ -128,6 +128,7 @@ class TranscriptionSegment(Answer):
     compression_ratio: float
     no_speech_prob: float
     speaker: str | SkipJsonSchema[None] = absent()
+    channel: int | SkipJsonSchema[None] = absent()  # multichannel: the channel it is on
 
 
 class TranscriptionWord(Answer):
@@ -172,6 +173,7 @@ class TranscriptionDiarizedSegment(Answer):
     end: float
     text: str
     speaker: str
+    channel: int | SkipJsonSchema[None] = absent()  # multichannel: the channel it is on
 
 
 class TranscriptionDiarized(Answer):

@@ -33,11 +33,12 @@ from ..speech.segmentation import Chunking, Span
 from ..speech.silero import SpeechModel
 from ..stages import stage
 from ..stages.stage import Stage
-from . import pieces
+from . import channels, pieces
 from .pieces import Cuts, Options
 from .progress import Progress
 from .request import Body, Encoded, Request
 from .streaming import TranscriptStream
+from .transcript import Transcript
 from .usage import Tokens
 
 # A plain 16 kHz mono PCM WAV up to this size (32 s) is read in the event loop: a copy of it
@@ -52,10 +53,11 @@ class Job:
     """A request accepted: its audio decoded, the stages it needs, how it is transcribed."""
 
     request: Request
-    audio: Audio
+    audio: Audio  # the recording; its first channel, when multichannel
     stages: list[Stage]
     options: Options
     held: Reservation  # its audio's room in the budget, until `release`
+    channels: tuple[Audio, ...] = ()  # multichannel: each channel, in order
 
     def release(self) -> None:
         self.held.release()
@@ -88,22 +90,36 @@ class TranscriptionService:
             each.check_ready()
         options = self._options(request, needed)
         if isinstance(request.audio, Encoded):
-            held, decoded = await self._decode(request.audio.file, request.audio.size)
+            encoded = request.audio
+            held, decoded = await self._decode(encoded.file, encoded.size, request.multichannel)
         else:
-            decoded = request.audio
-            held = await self._hold(decoded)
-        return Job(request, decoded, needed, options, held)
+            decoded = [request.audio]
+            held = await self._hold(request.audio)
+        kept = tuple(decoded) if request.multichannel else ()
+        return Job(request, decoded[0], needed, options, held, kept)
 
     async def transcribe(self, job: Job, request_id: str) -> Body:
-        """The transcript, through every stage, rendered as the request asked."""
-        spans = await self.plan(job.audio, job.options)
-        progress = Progress(self.metrics, request_id, len(spans), job.audio.duration)
-        transcript = await pieces.transcribe(
-            self.upstream, job.audio, spans, job.options, request_id, progress
-        )
-        transcript = await stage.run(job.stages, transcript, job.audio)
+        """The transcript, through every stage, rendered as the request asked: with
+        multichannel, each channel's as a mono recording's, concurrently, then merged."""
+        if job.channels:
+            done = await pieces.all_or_nothing(
+                self._transcript(job, each, request_id) for each in job.channels
+            )
+            transcript = channels.merge(done, job.request.channel_names)
+        else:
+            transcript = await self._transcript(job, job.audio, request_id)
         self.finished(transcript.duration, transcript.tokens, "http", transcript.text, request_id)
         return job.request.response_format.render(transcript, job.request)
+
+    async def _transcript(self, job: Job, recording: Audio, request_id: str) -> Transcript:
+        """One recording (or channel) cut at its own pauses, transcribed, through the stages:
+        a silent one has no piece to send."""
+        spans = await self.plan(recording, job.options)
+        progress = Progress(self.metrics, request_id, len(spans), recording.duration)
+        transcript = await pieces.transcribe(
+            self.upstream, recording, spans, job.options, request_id, progress
+        )
+        return await stage.run(job.stages, transcript, recording)
 
     async def stream(self, job: Job, request_id: str) -> Events:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
@@ -210,25 +226,33 @@ class TranscriptionService:
             raise audio.too_long(limit)
         return await self.budget.reserve(decoded.duration)
 
-    async def _decode(self, file: BinaryIO, size: int) -> tuple[Reservation, Audio]:
+    async def _decode(
+        self, file: BinaryIO, size: int, separate: bool
+    ) -> tuple[Reservation, list[Audio]]:
         """The audio, decoded in room reserved for it: as much as the file may hold, then
-        what it did."""
+        what it did; mixed to mono, or (`separate`) each channel, all of them counted."""
         limit = self._limit()
-        seconds, known = estimate(file, size, limit)
-        if known and seconds > limit + 1:
+        seconds, count = estimate(file, size, limit)
+        if count and seconds > limit + 1:
             raise audio.too_long(limit)
-        held = await self.budget.reserve(seconds)
+        held = await self.budget.reserve(seconds * (max(count, 1) if separate else 1))
         try:
-            decoded = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
-            if decoded is None:
-                decoded = await stoppable.run(
-                    self.decoding, lambda stop: audio.decode(file, limit, stop)
-                )
-            held.resize(len(decoded.samples))
+            plain = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
+            decoded = [plain] if plain is not None else await self._decoded(file, limit, separate)
+            held.resize(sum(len(each.samples) for each in decoded))
         except BaseException:
             held.release()
             raise
         return held, decoded
+
+    async def _decoded(self, file: BinaryIO, limit: float, separate: bool) -> list[Audio]:
+        """Decoded in a thread, among the CPU-bound jobs."""
+        if separate:
+            most = channels.MAX_CHANNELS
+            return await stoppable.run(
+                self.decoding, lambda stop: audio.channels(file, limit, most, stop)
+            )
+        return [await stoppable.run(self.decoding, lambda stop: audio.decode(file, limit, stop))]
 
 
 class Events:

@@ -23,6 +23,7 @@ class Segment:
     logprobs: list[dict[str, Any]]  # OpenAI's {token, logprob, bytes} for the text's tokens
     words: list[Word] | None = None  # its units' times, once aligned
     speaker: str | None = None  # who says it, when a diarizer said
+    channel: int | None = None  # the recording's channel it is on (multichannel)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.model.languages import resolve
 from qwen3_asr_server.model.prompt import language_prefix, sanitize_context
 from tests.engine.conftest import MODEL, STARTUP_TIMEOUT, Engine
+from tests.fixtures import metrics as metrics_text
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation
 from tests.fixtures.process import alive, descendants
@@ -397,7 +398,7 @@ def _metrics(engine: Engine) -> str:
 
 def _counter(metrics: str, name: str) -> float:
     """An unlabelled series' value in the Prometheus text `metrics`."""
-    return float(re.findall(rf"^{name} (\S+)$", metrics, re.M)[0])
+    return metrics_text.value(metrics, name)
 
 
 def test_sigterm_stops_every_process(engine: Engine) -> None:

@@ -17,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import (
     ServerProcess,
@@ -94,10 +95,7 @@ def served_by(server: ServerProcess) -> set[int]:
 
 
 def metric(text: str, series: str) -> float:
-    for line in text.splitlines():
-        if line.startswith(series + " "):
-            return float(line.split()[-1])
-    raise AssertionError(f"no {series} in /metrics:\n{text}")
+    return metrics.value(text, series)
 
 
 def until(condition: Callable[[], bool], seconds: float = 20) -> None:

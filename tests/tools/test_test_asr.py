@@ -21,7 +21,7 @@ from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.speech import speech_wav, spoken
+from tests.fixtures.speech import channels_wav, speech_wav, spoken
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner, expected_bins
 
@@ -72,6 +72,23 @@ def test_json_and_text_print_the_transcript(
 ) -> None:
     result = run_tool(clip, "--url", live_server.url, "--format", response_format)
     assert (result.returncode, result.stdout, result.stderr) == (0, f"{HEARD}\n", "")
+
+
+def test_multichannel_labels_each_channel_s_cues(tmp_path: Path) -> None:
+    call = tmp_path / "call.wav"
+    call.write_bytes(
+        channels_wav(
+            [(0.5, False), (2.0, True), (3.5, False)], [(3.0, False), (2.5, True), (0.5, False)]
+        )
+    )
+    server = LiveServer(StandIn(MODEL, describe=True))
+    try:
+        result = run_tool(str(call), "--url", server.url, "--multichannel", "--format", "vtt")
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    voices = [line.split(">")[0] for line in result.stdout.splitlines() if line.startswith("<v")]
+    assert voices == ["<v A", "<v B"]
 
 
 def test_json_is_the_default(live_server: LiveServer, clip: str) -> None:
@@ -239,6 +256,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         ["--speakers", "2", "--translate"],
         ["--speakers", "2", "--model", "whisper-1"],
         ["--speakers", "0"],
+        ["--speakers", "2", "--multichannel"],
     ],
 )
 def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:

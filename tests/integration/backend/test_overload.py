@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import re
 
 import httpx
 import pytest
 
+from tests.fixtures import metrics
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn
@@ -20,8 +20,7 @@ async def _transcribe(harness: Harness) -> httpx.Response:
 
 
 def _metric(text: str, name: str) -> float:
-    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
+    return metrics.value(text, name, 0.0)
 
 
 async def test_a_flood_gets_answers_or_429s_never_5xx() -> None:
@@ -42,10 +41,10 @@ async def test_a_flood_gets_answers_or_429s_never_5xx() -> None:
                 error = response.json()["error"]
                 assert set(error) == {"message", "type", "param", "code"}
                 assert error["code"] == "rate_limit_exceeded"
-        metrics = (await harness.http.get("/metrics")).text
-        assert _metric(metrics, 'qwen3_asr_rejected_total{reason="queue_full"}') == 5
-        assert _metric(metrics, "qwen3_asr_upstream_in_flight") == 0
-        assert _metric(metrics, "qwen3_asr_queue_depth") == 0
+        scraped = (await harness.http.get("/metrics")).text
+        assert _metric(scraped, 'qwen3_asr_rejected_total{reason="queue_full"}') == 5
+        assert _metric(scraped, "qwen3_asr_upstream_in_flight") == 0
+        assert _metric(scraped, "qwen3_asr_queue_depth") == 0
 
 
 async def test_waiting_too_long_is_a_429() -> None:
@@ -54,8 +53,8 @@ async def test_waiting_too_long_is_a_429() -> None:
     ) as harness:
         first, second = await asyncio.gather(_transcribe(harness), _transcribe(harness))
         assert sorted([first.status_code, second.status_code]) == [200, 429]
-        metrics = (await harness.http.get("/metrics")).text
-        assert _metric(metrics, 'qwen3_asr_rejected_total{reason="queue_timeout"}') == 1
+        scraped = (await harness.http.get("/metrics")).text
+        assert _metric(scraped, 'qwen3_asr_rejected_total{reason="queue_timeout"}') == 1
 
 
 @pytest.mark.parametrize("failure", ["upstream error", "dead stream", "client gone"])
@@ -85,6 +84,6 @@ async def test_slots_come_back_after_every_kind_of_ending(failure: str) -> None:
                     async for _ in response.aiter_lines():
                         break
         await asyncio.sleep(0.5)
-        metrics = (await harness.http.get("/metrics")).text
-        assert _metric(metrics, "qwen3_asr_upstream_in_flight") == 0
+        scraped = (await harness.http.get("/metrics")).text
+        assert _metric(scraped, "qwen3_asr_upstream_in_flight") == 0
         assert (await _transcribe(harness)).status_code == 200

@@ -17,6 +17,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from tests.fixtures import metrics
 from tests.fixtures.audio import wav
 from tests.fixtures.process import ServerProcess, alive, install_launcher
 from tests.fixtures.speech import spoken_pcm
@@ -40,10 +41,7 @@ def _wait_for(check: Callable[[], bool], timeout: float = 15) -> None:
 
 
 def _metric(server: ServerProcess, name: str) -> float:
-    for line in httpx.get(f"{server.url}/metrics", timeout=5).text.splitlines():
-        if line.startswith(f"{name} "):
-            return float(line.split()[1])
-    raise AssertionError(f"no metric {name}")
+    return metrics.value(httpx.get(f"{server.url}/metrics", timeout=5).text, name)
 
 
 def _start(tmp_path: Path, args: list[str], delay: float, *, nohup: bool = False) -> ServerProcess:

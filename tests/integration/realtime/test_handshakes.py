@@ -15,6 +15,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess, listening, workers
 from tests.fixtures.servers import ThreadedServer
@@ -74,10 +75,7 @@ async def test_a_key_does_not_let_another_sites_page_in() -> None:
 
 
 def _metric(http_url: str, series: str) -> float:
-    for line in httpx.get(f"{http_url}/metrics").text.splitlines():
-        if line.startswith(series + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"no {series} in /metrics")
+    return metrics.value(httpx.get(f"{http_url}/metrics").text, series)
 
 
 @contextlib.asynccontextmanager

@@ -22,6 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.realtime import connection as realtime_connection
+from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
 from tests.fixtures.speech import spoken_pcm
@@ -507,10 +508,7 @@ async def test_vllm_realtime_falls_back_to_chat_where_vllm_cannot_serve(offered:
 
 
 def _sessions(http_url: str) -> float:
-    for line in httpx.get(f"{http_url}/metrics").text.splitlines():
-        if line.startswith("qwen3_asr_realtime_sessions "):
-            return float(line.split()[1])
-    raise AssertionError("no qwen3_asr_realtime_sessions metric")
+    return metrics.value(httpx.get(f"{http_url}/metrics").text, "qwen3_asr_realtime_sessions")
 
 
 def _deaf_client(http_url: str) -> socket.socket:

@@ -5,7 +5,6 @@ verdict: each turn is transcribed once, whole, and the judgements are there in /
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 
 from qwen3_asr_server.errors import LaunchError
 from qwen3_asr_server.speech.turn_end import model_path
+from tests.fixtures import metrics
 from tests.fixtures.process import ServerProcess
 from tests.fixtures.speech import spoken_pcm
 from tests.integration.realtime.test_realtime import (
@@ -38,8 +38,7 @@ TURNS = [(0.5, False), (1.5, True), (2.5, False), (1.5, True), (2.5, False)]
 async def judgements(url: str) -> dict[str, float]:
     async with httpx.AsyncClient() as http:
         text = (await http.get(url.replace("ws://", "http://") + "/metrics")).text
-    pattern = r'qwen3_asr_realtime_turn_judgements_total\{verdict="(\w+)"\} (\S+)'
-    return {verdict: float(count) for verdict, count in re.findall(pattern, text)}
+    return metrics.by_label(text, "qwen3_asr_realtime_turn_judgements_total", "verdict")
 
 
 async def turns_of(url: str, vad: dict[str, str]) -> list[dict[str, object]]:

@@ -5,12 +5,12 @@ Driven over the WebSocket against the stand-in, which says how long the audio it
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 
 import httpx
 from websockets.asyncio.client import ClientConnection
 
+from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
@@ -47,8 +47,7 @@ async def windowed(ws: ClientConnection) -> None:
 async def speculations(url: str) -> dict[str, float]:
     async with httpx.AsyncClient() as http:
         text = (await http.get(url.replace("ws://", "http://") + "/metrics")).text
-    found = re.findall(r'qwen3_asr_realtime_speculations_total\{outcome="(\w+)"\} (\S+)', text)
-    return {outcome: float(count) for outcome, count in found}
+    return metrics.by_label(text, "qwen3_asr_realtime_speculations_total", "outcome")
 
 
 async def until_true(check: Callable[[], object], seconds: float = 10) -> None:

@@ -10,6 +10,7 @@ import logging
 import httpx
 import pytest
 
+from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
@@ -34,10 +35,7 @@ def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def _metric(url: str, series: str) -> float:
     text = httpx.get(url.replace("ws://", "http://") + "/metrics", timeout=5).text
-    for line in text.splitlines():
-        if line.startswith(f"{series} "):
-            return float(line.split()[1])
-    return 0.0
+    return metrics.value(text, series, 0.0)
 
 
 @pytest.mark.parametrize("vllm_realtime", [False, True])

@@ -27,6 +27,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.realtime import call
+from tests.fixtures import metrics
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher, listening, workers
@@ -37,6 +38,7 @@ from tests.integration.realtime.test_realtime import HEARD
 
 Events = list[dict[str, Any]]
 TRANSCRIPTION = "conversation.item.input_audio_transcription."
+SESSIONS = "qwen3_asr_realtime_sessions"
 REALTIME = "/v1/realtime?intent=transcription"
 # one utterance of 1.5 s, between silences: 2.5 s played in real time
 PATTERN = [(0.5, False), (1.5, True), (1.0, False)]
@@ -224,9 +226,7 @@ async def test_a_call_holds_a_seat_until_its_peer_hangs_up(speech: Path) -> None
 async def _sessions_open(url: str, wanted: int) -> None:
     deadline = time.monotonic() + 30
     async with httpx.AsyncClient() as http:
-        while (
-            f"qwen3_asr_realtime_sessions {wanted}.0" not in (await http.get(f"{url}/metrics")).text
-        ):
+        while metrics.value((await http.get(f"{url}/metrics")).text, SESSIONS) != wanted:
             assert time.monotonic() < deadline, "the call kept its seat"
             await asyncio.sleep(0.1)
 

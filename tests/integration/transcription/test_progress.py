@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 
 import pytest
 
+from tests.fixtures import metrics
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness
 from tests.fixtures.speech import spoken
@@ -19,10 +19,7 @@ EVERY_PAUSE = json.dumps({"type": "server_vad", "silence_duration_ms": 300})
 
 
 async def metric(harness: Harness, name: str) -> float:
-    text = (await harness.http.get("/metrics")).text
-    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
-    assert found, name
-    return float(found[1])
+    return metrics.value((await harness.http.get("/metrics")).text, name)
 
 
 async def counts(harness: Harness) -> tuple[float, float]:

@@ -80,6 +80,11 @@ async def test_an_exact_count_is_how_many_are_labelled(
         ),
         ({"max_speakers": "2"}, "max_speakers", "unsupported_value"),
         ({"min_speakers": "2"}, "min_speakers", "unsupported_value"),
+        (
+            {"model": DIARIZE, "multichannel": "true", "max_speakers": "2"},
+            "max_speakers",
+            "unsupported_value",
+        ),
     ],
 )
 async def test_a_bad_count_is_a_400_naming_it(

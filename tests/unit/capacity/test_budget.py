@@ -16,7 +16,7 @@ from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.settings import Settings
 from qwen3_asr_server.workers.table import FILE_NAME, Table
-from tests.fixtures.audio import wav
+from tests.fixtures.audio import pcm_wav, wav
 
 
 def local(limit: float, timeout: float = 5.0) -> AudioBudget:
@@ -99,15 +99,19 @@ async def test_two_workers_share_one_budget_and_one_line(tmp_path: Path) -> None
     assert main.worker(1).audio == 0
 
 
-def test_the_estimate_is_a_wav_s_length_or_a_guess_from_the_size() -> None:
+def test_the_estimate_is_a_wav_s_length_and_channels_or_a_guess_from_the_size() -> None:
     upload = io.BytesIO(wav(2.0))
-    seconds, known = estimate(upload, len(upload.getvalue()), 100)
-    assert known
+    seconds, channels = estimate(upload, len(upload.getvalue()), 100)
+    assert channels == 1
     assert 2.0 <= seconds < 2.01
     assert upload.tell() == 0
+    stereo = io.BytesIO(pcm_wav(bytes(2 * 2 * 32_000), channels=2))  # 2 s of silence
+    seconds, channels = estimate(stereo, len(stereo.getvalue()), 100)
+    assert channels == 2
+    assert 2.0 <= seconds < 2.01
     compressed = io.BytesIO(b"\xff\xfb" + bytes(99_998))  # an MP3 of unknown length
-    assert estimate(compressed, 100_000, 10_000) == (100_000 / budget.LOWEST_BITRATE, False)
-    assert estimate(compressed, 100_000_000, 10_000) == (10_000, False)
+    assert estimate(compressed, 100_000, 10_000) == (100_000 / budget.LOWEST_BITRATE, 0)
+    assert estimate(compressed, 100_000_000, 10_000) == (10_000, 0)
 
 
 def test_the_default_budget_is_a_quarter_of_the_memory_at_32_kib_a_second() -> None:

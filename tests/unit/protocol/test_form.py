@@ -214,7 +214,9 @@ def test_the_core_request_carries_every_field_the_form_read() -> None:
     )
     translated = read_core(model=TranslationRequest)
     assert (translated.task, translated.translation) == ("translate", True)
+    split = read_core(("multichannel", "true"), ("known_speaker_names[]", "agent"))
+    assert (split.multichannel, split.channel_names, split.known) == (True, ("agent",), ())
     # every field is carried by one of these, else it would go unchecked at its default
-    carried = (core, forced, translated)
+    carried = (core, forced, translated, split)
     for field in dataclasses.fields(Request):
         assert any(getattr(each, field.name) != field.default for each in carried), field.name
