@@ -186,3 +186,16 @@ async def test_an_aligner_that_is_down_is_a_503() -> None:
         response = await _align(harness, text=TEXT)
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "backend_unavailable"
+
+
+async def test_the_route_and_its_answers_are_published(aligned: Harness) -> None:
+    schema = (await aligned.http.get("/openapi.json")).json()
+    operation = schema["paths"][PATH]["post"]
+    form = operation["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert form["required"] == ["file", "text"]
+    assert set(form["properties"]) == {"file", "text", "language", "response_format"}
+    assert form["properties"]["response_format"]["enum"] == ["json", "verbose_json", "srt", "vtt"]
+    answers = operation["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"]
+    names = [answer["$ref"].rsplit("/", 1)[1] for answer in answers]
+    assert names == ["Alignment", "AlignmentVerbose"]
+    assert set(names) <= set(schema["components"]["schemas"])
