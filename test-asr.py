@@ -3,6 +3,7 @@
 
 usage: ./test-asr.py FILE [--language en|English] [--context "Hermes, oikos"]
                           [--format json|text|srt|vtt|verbose_json | --words]
+                          [--align TEXT_FILE]
                           [--stream | --realtime]
                           [--translate | --speakers N] [--multichannel]
                           [--url http://localhost:8000] [--api-key KEY] [--model whisper-1]
@@ -16,6 +17,7 @@ examples:
   ./test-asr.py lecture.mp3 --context "Hermes, oikos" --stream
   ./test-asr.py clip.m4a --format srt > clip.srt
   ./test-asr.py song.mp3 --words
+  ./test-asr.py chapter1.mp3 --align chapter1.txt --format srt > chapter1.srt
   ./test-asr.py call.wav --realtime
   ./test-asr.py interview.mp3 --speakers 2 --format srt
   ./test-asr.py call.wav --multichannel --format vtt
@@ -24,6 +26,10 @@ examples:
 --format json and text print the transcript, srt and vtt the subtitle file as the server
 sends it, verbose_json the whole answer (segments, timestamps) pretty-printed. --words prints
 one line per word, its start and end in seconds (the server must run with --aligner).
+--align TEXT_FILE times the words of a text you have (a book's chapter, a script) in the
+recording (/v1/audio/alignments, the server must run with --aligner): one line per word as
+--words prints them, then on stderr the share of the words the aligner placed; with --format
+srt, vtt or verbose_json the server's answer in that format.
 --context primes the model with names and terms: the file goes to /v1/chat/completions as an
 input_audio part, the context as the system message, a --language as the assistant's pre-fill.
 --stream prints the text as the model writes it. On a terminal (or with --progress) a json or
@@ -94,6 +100,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--context", metavar="TERMS", help="names and terms to prime the model with")
     add("--format", choices=FORMATS, default="json", help="what to print (default: json)")
     add("--words", action="store_true", help="print each word with its start and end")
+    add("--align", metavar="TEXT_FILE", help="time the words of this text in the recording")
     add("--stream", action="store_true", help="print the text as the model writes it")
     add("--realtime", action="store_true", help="stream the file live over the Realtime API")
     add("--translate", action="store_true", help="use /v1/audio/translations")
@@ -125,15 +132,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"--batch wants a folder: {args.batch} is not one")
         args.progress = args.progress is not False  # the batch's counts, unless --no-progress
         return args
-    plain = args.format in ("json", "text") and not (args.words or args.translate)
+    plain = args.format in ("json", "text") and not (args.words or args.translate or args.align)
     whole = not (args.stream or args.realtime or args.multichannel) and args.context is None
     wanted = sys.stderr.isatty() if args.progress is None else args.progress
     args.progress = wanted and plain and whole
+    read_files(parser, args)
+    return args
+
+
+def read_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The audio, and --align's text; a usage error if one cannot be read."""
     try:
         args.audio = Path(args.file).read_bytes()
     except OSError as exc:
         parser.error(f"cannot read {args.file}: {exc.strerror or exc}")
-    return args
+    try:
+        args.text = Path(args.align).read_text(encoding="utf-8") if args.align else None
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"cannot read {args.align}: {exc}")
 
 
 def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -165,6 +181,12 @@ def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--multichannel needs the whole answer: drop --stream and --realtime")
     if args.multichannel and args.context is not None and args.batch is None:
         parser.error("--multichannel goes to the audio route: drop --context")
+    alone = args.batch or args.stream or args.realtime or args.words or args.translate
+    alone = alone or args.multichannel or args.speakers is not None
+    if args.align and (alone or args.context is not None):
+        parser.error("--align sends the file and the text alone: drop the other modes")
+    if args.align and args.format == "text":
+        parser.error("--align prints words, srt, vtt or verbose_json: drop --format text")
     plain_only = args.stream or (args.context is not None and args.batch is None)
     if plain_only and args.format not in ("json", "text"):
         parser.error(f"--stream and --context print plain text: drop --format {args.format}")
@@ -191,6 +213,16 @@ def check(response: httpx.Response, key_sent: bool) -> None:
     if response.status_code >= 400:
         response.read()
         raise Failure(explain(response, key_sent))
+
+
+def alignment_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The multipart request for /v1/audio/alignments: the file and the text said in it."""
+    kind = "verbose_json" if args.format == "json" else args.format  # json: its words
+    data = {"text": args.text, "response_format": kind}
+    if args.language:
+        data["language"] = args.language.code
+    files = {"file": (Path(args.file).name, args.audio)}
+    return {"url": "/v1/audio/alignments", "data": data, "files": files}
 
 
 def transcription_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -236,7 +268,10 @@ def render(response: httpx.Response, args: argparse.Namespace) -> str:
     """What to print for a whole (not streamed) answer."""
     if args.context is not None:
         return str(response.json()["choices"][0]["message"]["content"])
-    if args.words:
+    if args.align and args.format == "json":
+        placed = response.json()["placed"]
+        print(f"test-asr: the aligner placed {placed:.0%} of the words", file=sys.stderr)
+    if args.words or (args.align and args.format == "json"):
         words = response.json()["words"]
         return "\n".join(f"{w['start']:9.3f} {w['end']:9.3f}  {w['word']}" for w in words)
     if args.format == "json":
@@ -359,7 +394,12 @@ def transcribe(http: httpx.Client, args: argparse.Namespace) -> None:
             bar.end()
         print(text)
         return
-    request = chat_request(args) if args.context is not None else transcription_request(args)
+    if args.align:
+        request = alignment_request(args)
+    elif args.context is not None:
+        request = chat_request(args)
+    else:
+        request = transcription_request(args)
     response = http.post(**request)
     check(response, bool(args.api_key))
     text = render(response, args)

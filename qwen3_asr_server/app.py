@@ -44,6 +44,7 @@ from .model.catalog import Catalog
 from .protocol.fields import Policy
 from .realtime import call
 from .routes import (
+    alignments,
     audio,
     batches,
     calls,
@@ -147,8 +148,10 @@ class _App(FastAPI):
 
     def openapi(self) -> dict[str, Any]:
         schema = super().openapi()
-        schema["paths"].update(audio.openapi_paths)
-        schema.setdefault("components", {}).setdefault("schemas", {}).update(audio.openapi_schemas)
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        for module in (audio, alignments):
+            schema["paths"].update(module.openapi_paths)
+            schemas.update(module.openapi_schemas)
         return schema
 
 
@@ -253,7 +256,7 @@ def create_app(
     )
     app.state.asr = state
     errors.install(app)
-    app.router.routes.extend(audio.routes)
+    app.router.routes.extend(audio.routes + alignments.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
     for module in (chat, models, health, realtime, client_secrets, calls, files, batches):

@@ -19,7 +19,7 @@ from ..protocol import calls
 from ..settings import MIB, Settings
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
-UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations")
+UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/alignments")
 JSON_PATHS = ("/v1/chat/completions", "/v1/batches", "/v1/realtime/client_secrets")
 FILES_PATH = "/v1/files"
 

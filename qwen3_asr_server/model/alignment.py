@@ -56,6 +56,7 @@ class Word:
     first: int
     last: int
     speaker: str | None = None  # who says it, when a diarizer said
+    placed: bool = True  # the aligner put it in order; False: its times were filled in
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,24 @@ def words(
         raise ValueError(f"{len(found)} units need {2 * len(found)} bins, got {len(bins)}")
     times = [offset + value * segment_time for value in repair(bins)]
     return [
-        Word(unit.text, round(times[2 * i], 3), round(times[2 * i + 1], 3), unit.first, unit.last)
-        for i, unit in enumerate(found)
+        Word(
+            unit.text,
+            round(times[2 * i], 3),
+            round(times[2 * i + 1], 3),
+            unit.first,
+            unit.last,
+            placed=honest,
+        )
+        for i, (unit, honest) in enumerate(zip(found, placed(bins), strict=True))
     ]
+
+
+def placed(bins: Sequence[float]) -> list[bool]:
+    """Which units (two bins each) the aligner placed itself: both their bins are in the
+    longest non-decreasing run that `repair` trusts. The others' times were filled in from
+    their neighbours: many of them say the text and the audio disagree."""
+    trusted = _longest_non_decreasing(bins)
+    return [trusted[2 * i] and trusted[2 * i + 1] for i in range(len(bins) // 2)]
 
 
 def _fill(left: float | None, right: float | None, position: int, length: int) -> float:

@@ -12,7 +12,7 @@ as its parts (`chunking_strategy[threshold]`) or as one JSON value.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, ClassVar, get_args, get_origin
+from typing import Annotated, Any, ClassVar, TypeVar, get_args, get_origin
 
 import orjson
 from pydantic import (
@@ -119,13 +119,21 @@ ResponseFormat = Annotated[Format, Plain(_format, {"type": "string", "enum": lis
 Strategy = Annotated[ChunkingStrategy, BeforeValidator(_json_object), Schema(_CHUNKING_SCHEMA)]
 
 
-class AudioRequest(BaseModel):
-    """What both audio routes take; a translation's form as it is."""
+class Uploaded(BaseModel):
+    """A form with an audio `file`, which `read` reads."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    task: ClassVar[Task] = "translate"  # verbose_json's `task`
     file: Upload
+
+
+Form = TypeVar("Form", bound=Uploaded)
+
+
+class AudioRequest(Uploaded):
+    """What both audio routes take; a translation's form as it is."""
+
+    task: ClassVar[Task] = "translate"  # verbose_json's `task`
     model: Text | None = Field(
         None, description="The served name, an alias, or an OpenAI model name."
     )
@@ -321,7 +329,7 @@ def _unsupported(message: str, param: str) -> APIError:
 
 
 @functools.cache
-def _kinds(model: type[AudioRequest]) -> tuple[frozenset[str], frozenset[str]]:
+def _kinds(model: type[Uploaded]) -> tuple[frozenset[str], frozenset[str]]:
     """The fields of `model` that are lists, and those that are objects."""
     lists, objects = set(), set()
     for name, field in model.model_fields.items():
@@ -334,7 +342,7 @@ def _kinds(model: type[AudioRequest]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(lists), frozenset(objects)
 
 
-def _values(form: FormData, model: type[AudioRequest]) -> dict[str, Any]:
+def _values(form: FormData, model: type[Uploaded]) -> dict[str, Any]:
     """The form's values for `model`'s fields, read in one pass: text stripped (an empty
     field is a field left out), every value of a list field (`name[]` first, then `name`),
     the parts of an object field, the last value of any other."""
@@ -368,9 +376,10 @@ def _values(form: FormData, model: type[AudioRequest]) -> dict[str, Any]:
     return values | parts
 
 
-def read(form: FormData, model: type[AudioRequest], policy: fields.Policy) -> AudioRequest:
-    """The form as `model` (TranscriptionRequest or TranslationRequest); a 400 naming the first
-    field that is wrong (`file` first of all: without audio nothing else matters)."""
+def read(form: FormData, model: type[Form], policy: fields.Policy) -> Form:
+    """The form as `model` (TranscriptionRequest, TranslationRequest, an alignment's); a 400
+    naming the first field that is wrong (`file` first of all: without audio nothing else
+    matters)."""
     if form.get("file") is None:
         raise APIError(400, "You must provide an audio 'file'.", param="file", code="missing_file")
     context = {fields.TEXT: True, fields.POLICY: policy}

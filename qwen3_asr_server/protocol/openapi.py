@@ -4,6 +4,7 @@ generated from the schema knows every field the models take."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,6 +12,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..transcription import responses
 from ..transcription.formats import FORMATS, JSON
+from ..transcription.request import Format
 from ..transcription.responses import Answer
 from .form import AudioRequest, TranscriptionRequest, TranslationRequest
 
@@ -45,7 +47,7 @@ def _field(schema: dict[str, Any]) -> dict[str, Any]:
     return {**field, "anyOf": options} if options else field
 
 
-def fields(model: type[AudioRequest]) -> dict[str, Any]:
+def fields(model: type[BaseModel]) -> dict[str, Any]:
     """The form's fields, list fields spelled as OpenAI's SDKs send them (`keywords[]`)."""
     properties = model.model_json_schema(mode="validation")["properties"]
     found = {}
@@ -61,7 +63,11 @@ def _ref(model: type[Answer]) -> dict[str, str]:
 
 def components() -> dict[str, Any]:
     """The answers' models, for `components/schemas`."""
-    models = (*responses.TRANSCRIPTIONS, *responses.TRANSLATIONS, *responses.STREAM_EVENTS)
+    return schemas((*responses.TRANSCRIPTIONS, *responses.TRANSLATIONS, *responses.STREAM_EVENTS))
+
+
+def schemas(models: tuple[type[Answer], ...]) -> dict[str, Any]:
+    """These answers' models (and those they hold), for `components/schemas`."""
     pairs: list[tuple[type[BaseModel], JsonSchemaMode]] = [
         (model, "serialization") for model in models
     ]
@@ -73,21 +79,32 @@ def components() -> dict[str, Any]:
 def _answers(model: type[AudioRequest]) -> dict[str, Any]:
     """Per format, its content type and what it holds: for the JSON formats, exactly one of
     the route's models; while streaming, one of the events on each `data:` line."""
-    content: dict[str, Any] = {}
-    for entry in FORMATS.values():
-        kind = entry.content_type.split(";")[0]
-        answers = [_ref(each) for each in _ANSWERS[model]]
-        content[kind] = {"schema": {"oneOf": answers} if kind == JSON else _TEXT}
+    content = formats(FORMATS.values(), _ANSWERS[model])
     if "stream" in model.model_json_schema()["properties"]:
         events = [_ref(each) for each in responses.STREAM_EVENTS]
         content["text/event-stream"] = {"schema": {"oneOf": events}}
+    return answers(
+        content,
+        "The transcript, in the response_format asked for; with stream=true, server-sent "
+        "events, each `data:` line one of the events.",
+    )
+
+
+def formats(entries: Iterable[Format], models: tuple[type[Answer], ...]) -> dict[str, Any]:
+    """Each format's content type, and what it holds: one of `models` for a JSON one."""
+    content: dict[str, Any] = {}
+    for entry in entries:
+        kind = entry.content_type.split(";")[0]
+        schema = {"oneOf": [_ref(each) for each in models]} if kind == JSON else _TEXT
+        content[kind] = {"schema": schema}
+    return content
+
+
+def answers(content: dict[str, Any], description: str) -> dict[str, Any]:
+    """An audio route's answers: what it says (`content`, by content type), or an error."""
     error = {"application/json": {"schema": _ref(responses.ErrorResponse)}}
     return {
-        "200": {
-            "description": "The transcript, in the response_format asked for; with "
-            "stream=true, server-sent events, each `data:` line one of the events.",
-            "content": content,
-        },
+        "200": {"description": description, "content": content},
         **{
             status: {"description": description, "content": error}
             for status, description in _ERRORS.items()

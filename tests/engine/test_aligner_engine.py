@@ -163,3 +163,29 @@ def test_word_timestamps_through_the_server(engine: Engine, checkpoint: Path) ->
     )
     model_id = f'model_id="{checkpoint}"'
     assert f'qwen3_asr_backend_info{{backend="aligner",device="cpu",{model_id}}} 1.0' in metrics
+
+
+def test_a_given_text_is_aligned_through_the_server(engine: Engine) -> None:
+    """POST /v1/audio/alignments: the 3 s clip fits one pass, so the text goes to the aligner
+    as it is (no ASR), and the k-th timestamp lands in bin 5k (80 ms each) of the clip."""
+    with engine.http() as http:
+        response = http.post(
+            "/v1/audio/alignments",
+            files={"file": ("a.wav", CLIP)},
+            data={
+                "text": "Hello world, again.",
+                "language": "en",
+                "response_format": "verbose_json",
+            },
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    times = [round(bin_ * SEGMENT_TIME, 3) for bin_ in expected_bins(len(WORDS))]
+    assert body["words"] == [
+        {"word": word, "start": pytest.approx(times[2 * i]), "end": pytest.approx(times[2 * i + 1])}
+        for i, word in enumerate(WORDS)
+    ]
+    assert body["placed"] == 1.0
+    [segment] = body["segments"]
+    assert segment["text"] == "Hello world, again."
+    assert (segment["start"], segment["end"]) == pytest.approx((times[0], times[-1]))

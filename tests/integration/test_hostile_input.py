@@ -23,9 +23,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.settings import Settings
 from tests.fixtures.audio import wav
-from tests.fixtures.harness import MODEL, Harness, start_harness
+from tests.fixtures.harness import MODEL, Harness, ready, start_harness
 from tests.fixtures.servers import ThreadedServer, read_body
 from tests.fixtures.standin import StandIn
+from tests.fixtures.standin_aligner import StandInAligner
 
 MIB = 1 << 20
 AUDIO_B64 = base64.b64encode(wav(0.1)).decode()
@@ -429,7 +430,8 @@ def _probe(template: str, method: str, ids: dict[str, str]) -> dict[str, Any]:
     if method != "POST" or path.endswith("/cancel"):
         return {"method": method, "url": path}
     if path.startswith("/v1/audio/"):
-        return {"method": method, "url": path, "files": {"file": ("a.wav", wav(0.1))}}
+        said = {"data": {"text": "Hello"}} if path == "/v1/audio/alignments" else {}
+        return {"method": method, "url": path, "files": {"file": ("a.wav", wav(0.1))}, **said}
     if path == "/v1/files":
         return {"method": method, "url": path, "files": {"file": ("a.wav", wav(0.1))},
                 "data": {"purpose": "user_data"}}  # fmt: skip
@@ -468,15 +470,25 @@ async def _offer() -> str:
     return sdp
 
 
+@pytest.fixture
+def aligner_url() -> Iterator[str]:
+    """A stand-in aligner, so that the alignments route answers too."""
+    server = ThreadedServer(StandInAligner().app).start()
+    yield server.url
+    server.stop()
+
+
 async def test_every_v1_route_needs_the_key_and_health_and_metrics_do_not(
-    backend: Backend,
+    backend: Backend, aligner_url: str
 ) -> None:
-    async with serving(backend, api_key="k-route-check") as h:
+    async with serving(backend, api_key="k-route-check", aligner_url=aligner_url) as h:
+        await ready(h.app.state.asr.aligner.supervisor)
         routes = [(path, methods) for path, methods in _routes(h.app) if path.startswith("/v1/")]
         ids = await _objects(h, {"Authorization": "Bearer k-route-check"})
         assert {path for path, _ in routes} >= {
             "/v1/audio/transcriptions",
             "/v1/audio/translations",
+            "/v1/audio/alignments",
             CHAT,
             "/v1/models",
             "/v1/models/{model_id:path}",

@@ -130,6 +130,33 @@ def test_words_prints_a_line_per_word(live_server: LiveServer, clip: str) -> Non
     assert "start it with --aligner" in refused.stderr
 
 
+def test_align_prints_a_line_per_word_of_the_given_text(
+    live_server: LiveServer, clip: str, tmp_path: Path
+) -> None:
+    text = tmp_path / "said.txt"
+    text.write_text("Hello there, world.\n", encoding="utf-8")
+    aligner = ThreadedServer(StandInAligner().app).start()
+    server = LiveServer(StandIn(MODEL), aligner_url=aligner.url)
+    try:
+        result = run_tool(clip, "--url", server.url, "--align", str(text))
+        srt = run_tool(clip, "--url", server.url, "--align", str(text), "--format", "srt")
+    finally:
+        server.stop()
+        aligner.stop()
+    assert result.returncode == 0, result.stderr
+    times = [round(b * 0.08, 3) for b in expected_bins(2.1, 3)]
+    assert result.stdout == "".join(
+        f"{times[2 * i]:9.3f} {times[2 * i + 1]:9.3f}  {word}\n"
+        for i, word in enumerate(["Hello", "there", "world"])
+    )
+    assert result.stderr == "test-asr: the aligner placed 100% of the words\n"
+    assert srt.stdout.startswith("1\n00:00:00,000 --> ")
+    assert srt.stdout.endswith("\nHello there, world.\n\n")
+    refused = run_tool(clip, "--url", live_server.url, "--align", str(text))  # no aligner
+    assert refused.returncode == 1
+    assert "--aligner" in refused.stderr
+
+
 def test_verbose_json_prints_the_answer_pretty(live_server: LiveServer, clip: str) -> None:
     result = run_tool(clip, "--url", live_server.url, "--format", "verbose_json")
     assert result.returncode == 0, result.stderr
@@ -257,10 +284,15 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         ["--speakers", "2", "--model", "whisper-1"],
         ["--speakers", "0"],
         ["--speakers", "2", "--multichannel"],
+        ["--align", "missing.txt"],
+        ["--align", "SELF", "--words"],
+        ["--align", "SELF", "--stream"],
+        ["--align", "SELF", "--format", "text"],
+        ["--align", "SELF", "--speakers", "2"],
     ],
 )
 def test_bad_combinations_are_usage_errors(clip: str, flags: list[str]) -> None:
-    result = run_tool(clip, *flags)
+    result = run_tool(clip, *[clip if flag == "SELF" else flag for flag in flags])
     assert result.returncode == 2
     assert result.stdout == ""
     assert "error:" in result.stderr

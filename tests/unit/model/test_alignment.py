@@ -10,6 +10,7 @@ from qwen3_asr_server.model.alignment import (
     Word,
     aligner_text,
     best_bins,
+    placed,
     repair,
     units,
     words,
@@ -100,3 +101,26 @@ def test_words_take_rows_in_pairs_and_add_the_offset() -> None:
     ]
     with pytest.raises(ValueError, match="2 units need 4 bins"):
         words(found, [5, 10, 15], 0.08)
+
+
+@pytest.mark.parametrize(
+    ("bins", "expected"),
+    [
+        ([1, 2, 3, 4], [True, True]),
+        ([1, 2, 2, 4], [True, True]),  # equal neighbours are in order
+        ([1, 2, 90, 3, 4, 5], [True, False, True]),  # a stray start: its unit was filled in
+        ([1, 2, 3, 90, 4, 5], [True, False, True]),  # ... or a stray end
+        ([], []),
+    ],
+)
+def test_placed_units_have_both_bins_in_the_trusted_run(
+    bins: list[int], expected: list[bool]
+) -> None:
+    assert placed(bins) == expected
+
+
+def test_words_say_which_were_filled_in() -> None:
+    found = units("one two three", ENGLISH)
+    timed = words(found, [1, 2, 90, 91, 3, 4], 0.08)
+    assert [word.placed for word in timed] == [True, False, True]
+    assert [word.start for word in timed] == pytest.approx([0.08, 0.16, 0.24])

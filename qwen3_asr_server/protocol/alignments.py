@@ -1,0 +1,71 @@
+"""The form of POST /v1/audio/alignments: a recording, the text said in it, and the format of
+the answer; read by `form.read` like the transcription forms, published by `openapi`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from ..alignments.answers import FORMATS_ALIGNED
+from ..errors import APIError
+from ..model import alignment
+from ..model.languages import Language
+from ..transcription.formats import FORMATS
+from ..transcription.request import Encoded, Format, Request
+from .fields import LanguageName, Plain, Text, problem
+from .form import Uploaded
+
+_NAMES = ", ".join(FORMATS_ALIGNED)
+_KNOWN = ", ".join(sorted(each.name for each in alignment.LANGUAGES))
+
+
+def _format(value: Any) -> Format:
+    if not isinstance(value, str) or value not in FORMATS_ALIGNED:
+        raise problem("invalid_value", f"Invalid '{{param}}' {value!r}: use one of {_NAMES}.")
+    return FORMATS_ALIGNED[value]
+
+
+AlignmentFormat = Annotated[
+    Format, Plain(_format, {"type": "string", "enum": list(FORMATS_ALIGNED)})
+]
+
+
+class AlignmentRequest(Uploaded):
+    text: Text = Field(description="What is said in the recording, to be timed word by word.")
+    language: LanguageName = Field(
+        None,
+        description=f"The text's language, one of {_KNOWN}. Needed for Japanese (each kana "
+        "is a unit); Chinese characters are units of their own without it.",
+    )
+    response_format: AlignmentFormat = Field("json", validate_default=True)
+
+    @model_validator(mode="after")
+    def _alignable(self) -> AlignmentRequest:
+        language = self.language
+        if language is not None and language not in alignment.LANGUAGES:
+            raise APIError(
+                400,
+                f"Alignments are not available for {language.name}: Qwen3-ForcedAligner "
+                f"knows {_KNOWN}.",
+                param="language",
+                code="unsupported_language",
+            )
+        if not alignment.units(self.text, language):
+            raise APIError(
+                400, "The 'text' has no word to align.", param="text", code="invalid_value"
+            )
+        return self
+
+    @property
+    def forced(self) -> Language | None:
+        return self.language
+
+    def transcription(self) -> Request:
+        """The recording as the transcription service takes it (to decode it, and for a long
+        one to transcribe its pieces), and what the renderers read."""
+        return Request(
+            audio=Encoded(self.file.file, self.file.size or 0),
+            response_format=FORMATS["json"],
+            forced=self.language,
+        )

@@ -1,0 +1,62 @@
+"""POST /v1/audio/alignments: a recording and the text said in it, the text's words timed
+(`alignments.service`) and answered in the word-timestamp shapes (`alignments.answers`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..alignments.answers import ANSWERS, FORMATS_ALIGNED
+from ..alignments.service import Alignments
+from ..errors import invalid
+from ..protocol import form, openapi
+from ..protocol.alignments import AlignmentRequest
+from ..state import get_state
+from .named import NamedRoute
+
+PATH = "/v1/audio/alignments"
+MAX_FORM_FIELDS = 16
+
+
+async def alignments(request: Request) -> Response:
+    state = get_state(request)
+    aligning = Alignments(state.transcription, state.aligner)
+    aligning.check_ready()  # without an aligner nothing in the form matters
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
+    async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS) as fields:
+        asked = form.read(fields, AlignmentRequest, state.policy)
+        job = await state.transcription.accept(asked.transcription())
+    request.state.audio_seconds = job.audio.duration  # access_log.AUDIO_SECONDS
+    try:
+        transcript = await aligning.align(
+            job.audio, asked.text, asked.forced, request.state.request_id
+        )
+    finally:
+        job.release()
+    kind = asked.response_format
+    body = kind.render(transcript, job.request)
+    if isinstance(body, str):
+        return Response(body, media_type=kind.content_type)
+    return JSONResponse(body)
+
+
+def _operation() -> dict[str, Any]:
+    """The OpenAPI operation: the form's fields, and per format what it answers."""
+    fields = openapi.fields(AlignmentRequest)
+    body = {"type": "object", "required": ["file", "text"], "properties": fields}
+    content = openapi.formats(FORMATS_ALIGNED.values(), ANSWERS)
+    answers = openapi.answers(content, "The text's words with their times.")
+    return {
+        "summary": "Time a given text in its recording (Qwen3-ForcedAligner)",
+        "operationId": "alignments",
+        "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": body}}},
+        "responses": answers,
+    }
+
+
+routes = [NamedRoute(PATH, alignments, methods=["POST"])]
+openapi_paths = {PATH: {"post": _operation()}}
+openapi_schemas = openapi.schemas(ANSWERS)
