@@ -74,6 +74,7 @@ class Metrics:
         )
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
         self._count_work()
+        self._count_alignments()
         self._count_turns()
         self._count_capacity()
         self._count_jobs()
@@ -135,6 +136,25 @@ class Metrics:
             "qwen3_asr_webhooks_sent",
             "Batch webhook attempts, by outcome: delivered (a 2xx answer) or failed (retried).",
             ["outcome"],
+            registry=self.registry,
+        )
+
+    def _count_alignments(self) -> None:
+        """POST /v1/audio/alignments: apart from the transcriptions, which they are not (a long
+        recording's pieces are transcribed, but only to share the text among them)."""
+        self.alignments = Counter(
+            "qwen3_asr_alignments", "Alignments answered.", registry=self.registry
+        )
+        self.alignment_seconds = Counter(
+            "qwen3_asr_alignment_audio_seconds",
+            "Seconds of audio aligned with a given text.",
+            registry=self.registry,
+        )
+        # how well texts matched their audio: a mass below 1 is texts the aligner disagreed with
+        self.alignment_placed = Histogram(
+            "qwen3_asr_alignment_placed",
+            "Share of each alignment's words the aligner placed in order (its `placed`).",
+            buckets=(0.5, 0.8, 0.9, 0.95, 0.99, 1.0),
             registry=self.registry,
         )
 
@@ -219,6 +239,12 @@ class Metrics:
         self.audio_seconds.labels(protocol=protocol).inc(seconds)
         self.tokens.labels(kind="prompt", protocol=protocol).inc(tokens.input)
         self.tokens.labels(kind="completion", protocol=protocol).inc(tokens.output)
+
+    def aligned(self, seconds: float, placed: float) -> None:
+        """Count one answered alignment: its audio, and the share of its words placed."""
+        self.alignments.inc()
+        self.alignment_seconds.inc(seconds)
+        self.alignment_placed.observe(placed)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.exposed), CONTENT_TYPE_LATEST

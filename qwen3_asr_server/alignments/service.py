@@ -21,7 +21,7 @@ from ..transcription import pieces
 from ..transcription.progress import Progress
 from ..transcription.service import TranscriptionService
 from ..transcription.transcript import Segment, Transcript
-from . import sharing
+from . import answers, sharing
 
 NO_ALIGNER = (
     "Alignments need Qwen3-ForcedAligner, which this server was not started with: start it "
@@ -58,16 +58,20 @@ class Alignments:
         """The text's words with their times: a segment per pass, running from its first
         word's start to its last word's end."""
         aligner = self.check_ready()
+        _fits(len(alignment.units(text, language)), [recording.duration], "recording")
         heard: Language | None = None
         if recording.duration <= alignment.MAX_SECONDS:
             shared = [_Share(0.0, recording.duration, text)]
         else:
+            self.transcription.upstream.check_ready()  # the ASR model hears the pieces
             shared, heard = await self._shared(recording, text, language, request_id)
         slots = asyncio.Semaphore(self.transcription.settings.segment_concurrency)
         segments = await pieces.all_or_nothing(
             _aligned(aligner, recording, share, language, slots) for share in shared
         )
         timed = [segment for segment in segments if segment.words]
+        words = [word for segment in timed for word in segment.words or ()]
+        self.transcription.metrics.aligned(recording.duration, answers.placed(words))
         spoken = language or heard
         return Transcript(
             text=text,
@@ -75,7 +79,7 @@ class Alignments:
             duration=recording.duration,
             segments=timed,
             logprobs=[],
-            words=[word for segment in timed for word in segment.words or ()],
+            words=words,
             spoken=(spoken,) if spoken else (),
         )
 
@@ -95,8 +99,24 @@ class Alignments:
         given = alignment.units(text, said)
         found = [alignment.units(segment.text, said) for segment in heard.segments]
         lengths = [segment.end - segment.start for segment in heard.segments]
+        _fits(len(given), lengths, "speech heard in the recording")
         ranges = await asyncio.to_thread(sharing.shares, given, found, lengths)
         return _cut(text, given, heard.segments, ranges), heard.language
+
+
+def _fits(count: int, seconds: Sequence[float], what: str) -> None:
+    """A 400 for a text of `count` units that these stretches of audio have no room for (see
+    `sharing.room`): too long for the aligner, or a text for some other recording."""
+    most = sum(sharing.room(each) for each in seconds)
+    if count > most:
+        raise APIError(
+            400,
+            f"The 'text' has {count} words to align, more than the {what} has room for: "
+            f"{most} ({sharing.UNITS_PER_SECOND} a second of audio, at least "
+            f"{sharing.MIN_UNITS} a pass). Send the text said in this recording.",
+            param="text",
+            code="text_too_long",
+        )
 
 
 def _cut(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from ..alignments.answers import FORMATS_ALIGNED
+from ..alignments.sharing import MIN_UNITS, UNITS_PER_SECOND
 from ..errors import APIError
 from ..model import alignment
 from ..model.languages import Language
@@ -16,6 +17,9 @@ from ..transcription.request import Encoded, Format, Request
 from .fields import LanguageName, Plain, Text, problem
 from .form import Uploaded
 
+# The longest `text`: a 3-hour English audiobook is ~230,000 characters; 300,000 CJK ones are
+# 900 KB of UTF-8, within the 1 MiB the form parser takes in a field.
+MAX_TEXT_CHARACTERS = 300_000
 _NAMES = ", ".join(FORMATS_ALIGNED)
 _KNOWN = ", ".join(sorted(each.name for each in alignment.LANGUAGES))
 
@@ -32,7 +36,12 @@ AlignmentFormat = Annotated[
 
 
 class AlignmentRequest(Uploaded):
-    text: Text = Field(description="What is said in the recording, to be timed word by word.")
+    text: Text = Field(
+        description="What is said in the recording, to be timed word by word: at most "
+        f"{MAX_TEXT_CHARACTERS} characters, and {UNITS_PER_SECOND} words a second of audio "
+        f"(at least {MIN_UNITS}).",
+        json_schema_extra={"maxLength": MAX_TEXT_CHARACTERS},
+    )
     language: LanguageName = Field(
         None,
         description=f"The text's language, one of {_KNOWN}. Needed for Japanese (each kana "
@@ -50,6 +59,14 @@ class AlignmentRequest(Uploaded):
                 f"knows {_KNOWN}.",
                 param="language",
                 code="unsupported_language",
+            )
+        if len(self.text) > MAX_TEXT_CHARACTERS:
+            raise APIError(
+                400,
+                f"The 'text' is {len(self.text)} characters long, more than the "
+                f"{MAX_TEXT_CHARACTERS} this server aligns in one request.",
+                param="text",
+                code="text_too_long",
             )
         if not alignment.units(self.text, language):
             raise APIError(

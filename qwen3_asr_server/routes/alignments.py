@@ -28,7 +28,7 @@ async def alignments(request: Request) -> Response:
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS) as fields:
         asked = form.read(fields, AlignmentRequest, state.policy)
-        job = await state.transcription.accept(asked.transcription())
+        job = await state.transcription.accept(asked.transcription(), asr=False)
     request.state.audio_seconds = job.audio.duration  # access_log.AUDIO_SECONDS
     try:
         transcript = await aligning.align(

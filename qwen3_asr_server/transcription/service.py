@@ -81,11 +81,13 @@ class TranscriptionService:
         self.metrics = metrics
         self.decoding = asyncio.Semaphore(settings.decode_workers)  # CPU-bound: decode, plan
 
-    async def accept(self, request: Request) -> Job:
+    async def accept(self, request: Request, *, asr: bool = True) -> Job:
         """What can refuse the request before the model is asked, then its audio, decoded
-        (or, given as samples, held)."""
+        (or, given as samples, held). `asr=False`: the caller may not need the ASR model,
+        and checks that it is ready once it knows it does (a short alignment never asks)."""
         needed = stage.needed(self.stages, request)
-        self.upstream.check_ready()
+        if asr:
+            self.upstream.check_ready()
         for each in needed:
             each.check_ready()
         options = self._options(request, needed)

@@ -52,3 +52,18 @@ def test_without_any_transcript_the_words_go_by_the_pieces_lengths() -> None:
 @pytest.mark.parametrize("heard", [[], ["one"]])
 def test_an_empty_text_gets_no_words(heard: list[str]) -> None:
     assert _shared("", heard) == [""] * len(heard)
+
+
+def test_no_piece_gets_more_words_than_its_seconds_have_room_for() -> None:
+    # 1 s has room for 30 words (the floor), 4 s for 40: what is over goes to the next piece
+    given = " ".join(f"w{index}" for index in range(50))
+    shared = _shared(given, [given, "", ""], [1.0, 4.0, 1.0])
+    assert [len(words.split()) for words in shared] == [30, 20, 0]
+    assert " ".join(shared).split() == given.split()
+
+
+def test_words_over_the_last_piece_go_back_to_those_before_it() -> None:
+    given = " ".join(f"w{index}" for index in range(70))
+    shared = _shared(given, ["", "", given], [1.0, 1.0, 1.0])
+    assert [len(words.split()) for words in shared] == [10, 30, 30]
+    assert " ".join(shared).split() == given.split()
