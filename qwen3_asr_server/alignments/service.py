@@ -97,11 +97,15 @@ class Alignments:
         )
         said = language or heard.language
         given = alignment.units(text, said)
-        found = [alignment.units(segment.text, said) for segment in heard.segments]
-        lengths = [segment.end - segment.start for segment in heard.segments]
-        _fits(len(given), lengths, "speech heard in the recording")
+        # every piece of speech, heard or not: what the model missed (singing, a mumble)
+        # may be where the text's words are, and its room counts
+        stretches = [span.seconds(RATE) for span in spans]
+        texts = {segment.start: segment.text for segment in heard.segments}
+        found = [alignment.units(texts.get(start, ""), said) for start, _ in stretches]
+        lengths = [end - start for start, end in stretches]
+        _fits(len(given), lengths, "speech in the recording")
         ranges = await asyncio.to_thread(sharing.shares, given, found, lengths)
-        return _cut(text, given, heard.segments, ranges), heard.language
+        return _cut(text, given, stretches, ranges), heard.language
 
 
 def _fits(count: int, seconds: Sequence[float], what: str) -> None:
@@ -122,16 +126,16 @@ def _fits(count: int, seconds: Sequence[float], what: str) -> None:
 def _cut(
     text: str,
     given: Sequence[alignment.Unit],
-    segments: Sequence[Segment],
+    stretches: Sequence[tuple[float, float]],
     ranges: Sequence[range],
 ) -> list[_Share]:
     """Each piece's share of `text`: from its first unit to the next share's first (what lies
     between, punctuation, goes with the words before it; the first share starts the text)."""
-    kept = [(segment, found) for segment, found in zip(segments, ranges, strict=True) if found]
+    kept = [(piece, found) for piece, found in zip(stretches, ranges, strict=True) if found]
     starts = [0] + [given[found.start].first for _, found in kept[1:]] + [len(text)]
     return [
-        _Share(segment.start, segment.end, text[starts[k] : starts[k + 1]].strip())
-        for k, (segment, _) in enumerate(kept)
+        _Share(start, end, text[starts[k] : starts[k + 1]].strip())
+        for k, ((start, end), _) in enumerate(kept)
     ]
 
 

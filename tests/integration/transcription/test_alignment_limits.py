@@ -230,3 +230,26 @@ async def test_alignments_are_counted_apart_from_transcriptions(aligned: Harness
     buckets = metrics.by_label(text, "qwen3_asr_alignment_placed_bucket", "le")
     assert (buckets["0.5"], buckets["0.8"], buckets["0.99"], buckets["1.0"]) == (0, 1, 1, 2)
     assert metrics.value(text, 'qwen3_asr_transcriptions_total{protocol="http"}', absent=0) == 0
+
+
+class _Deaf(StandIn):
+    """A model that hears no words in any piece (music, a mumble, a language it lacks)."""
+
+    def _raw_answer(self, body: dict[str, object], wav: object) -> str:
+        return "language None<asr_text>"
+
+
+async def test_a_long_recording_the_model_hears_nothing_in_is_still_aligned(
+    aligner: tuple[StandInAligner, str],
+) -> None:
+    async with app_before(_Deaf(MODEL), aligner_url=aligner[1]) as harness:
+        await ready(harness.app.state.asr.aligner.supervisor)
+        text = _words(400)
+        response = await _align(harness, LONG, text, response_format="verbose_json")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [word["word"] for word in body["words"]] == text.split()
+    sent = aligner[0].requests
+    assert len(sent) > 1  # shared among the pieces by their lengths, none over its room
+    for request in sent:
+        assert _units(request) <= math.ceil(10 * float(str(request["seconds"])))
