@@ -264,8 +264,6 @@ class AudioRequest(Uploaded):
 
     def _speakers(self, kind: Format) -> None:
         if self.multichannel:  # the channels are the speakers, whichever the model
-            if self.stream:
-                raise _unsupported("multichannel does not stream yet; send stream=false.", "stream")
             self._channel_names = speakers.channel_names(
                 self.known_speaker_names, self.known_speaker_references
             )
