@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import openai
 import orjson
 import pytest
 from openai import BaseModel
@@ -24,7 +25,6 @@ from openai.types.audio import (
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
-from tests.fixtures import metrics
 from tests.fixtures.audio import pcm_wav, wav
 from tests.fixtures.gated import settle
 from tests.fixtures.harness import MODEL, Harness, app_before
@@ -285,24 +285,51 @@ async def test_a_silent_channel_streams_nothing_and_asks_nothing(harness: Harnes
     assert done.text.startswith("Heard 2.")
 
 
+async def test_a_stream_fails_as_a_mono_one_does() -> None:
+    """Before any text, a backend's refusal is an HTTP error; after, an error event ends the
+    stream, with no done."""
+    async with app_before(StandIn(MODEL, fail_after=4)) as harness:  # dies after "Hello"
+        response = await harness.http.post(
+            TRANSCRIPTIONS,
+            files={"file": ("call.wav", channels_wav(AGENT, CUSTOMER), "audio/wav")},
+            data={"model": MODEL, "multichannel": "true", "stream": "true"},
+        )
+        lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+        first, *_, last = [orjson.loads(line) for line in lines]
+        assert (first["delta"], first["segment_id"]) == ("Hello", "seg_0")
+        assert last["error"]["type"] == "server_error"
+        assert all(orjson.loads(line).get("type") != "transcript.text.done" for line in lines)
+        harness.app.state.asr.supervisor.upstream_model = "not-served-upstream"
+        with pytest.raises(openai.APIStatusError) as caught:
+            await harness.sdk.audio.transcriptions.create(
+                model=MODEL,
+                file=("call.wav", channels_wav(AGENT, CUSTOMER)),
+                stream=True,
+                extra_body={"multichannel": True},
+            )
+        assert caught.value.status_code == 502
+
+
 def test_a_client_that_leaves_a_multichannel_stream_stops_every_channel() -> None:
+    """Every channel's upstream stream is cancelled, and the audio's room given back: a call
+    that did not fit beside it (a budget of 20 s, 16 s each) is served."""
     standin = StandIn(MODEL, piece_delay=0.5, text="One two three four five six seven eight.")
     backend = ThreadedServer(standin.app).start()
-    settings = Settings(model=MODEL, backend_url=backend.url, audio_budget_seconds=100)
+    settings = Settings(
+        model=MODEL, backend_url=backend.url, audio_budget_seconds=20, queue_timeout=30
+    )
     server = ThreadedServer(create_app(settings)).start()
-    reserved = "qwen3_asr_audio_reserved_seconds"
+    call = {"file": ("call.wav", channels_wav(AGENT, CUSTOMER))}
     try:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
             form = {"multichannel": "true", "stream": "true"}
-            request = {"files": {"file": ("call.wav", channels_wav(AGENT, CUSTOMER))}}
-            with client.stream("POST", TRANSCRIPTIONS, data=form, **request) as response:
+            with client.stream("POST", TRANSCRIPTIONS, data=form, files=call) as response:
                 assert response.status_code == 200
                 next(line for line in response.iter_lines() if line.startswith("data: "))
-                assert metrics.value(client.get("/metrics").text, reserved) == 16  # 2 x 8 s
             settle(lambda: standin.streams_broken == 2)
             assert standin.streams_broken == 2  # vLLM would stop generating, for each channel
-            settle(lambda: metrics.value(client.get("/metrics").text, reserved) == 0)
-            assert metrics.value(client.get("/metrics").text, reserved) == 0
+            served = client.post(TRANSCRIPTIONS, data={"multichannel": "true"}, files=call)
+            assert served.status_code == 200, served.text
     finally:
         server.stop()
         backend.stop()
