@@ -276,6 +276,18 @@ async def test_a_json_stream_is_labelled_and_done_as_the_answer(harness: Harness
     assert done.usage.total_tokens == 2 * alone.usage.total_tokens > 0
 
 
+async def test_a_streamed_calls_logprobs_are_the_answers(harness: Harness) -> None:
+    call = channels_wav(CUSTOMER, AGENT)  # the second channel speaks first
+    logprobs = {"include[]": "logprobs", "chunking_strategy": "auto"}  # cut: "Heard 2.25 s."
+    *said, done = await _streamed(harness, call, **logprobs)
+    assert done.logprobs is not None
+    streamed = [entry.model_dump() for entry in done.logprobs]
+    assert streamed == (await _post(harness, call, **logprobs))["logprobs"]
+    deltas = [entry.model_dump() for event in said if event.type == "transcript.text.delta"
+              for entry in event.logprobs or ()]  # fmt: skip
+    assert sorted(deltas, key=str) == sorted(streamed, key=str)  # the channels' in another order
+
+
 async def test_a_silent_channel_streams_nothing_and_asks_nothing(harness: Harness) -> None:
     events = await _streamed(harness, channels_wav(AGENT, SILENT), response_format="diarized_json")
     *said, done = events
