@@ -46,7 +46,8 @@ says N people spoke: the model is gpt-4o-transcribe-diarize, told min_speakers =
 key comes from --api-key or the QWEN_API_KEY environment variable.
 
 --multichannel transcribes each channel of the file apart (a call's agent and customer), each
-channel its own speaker.
+channel its own speaker; with --stream it prints each piece as a channel finishes it, a line each,
+as "[A] text".
 
 exit status: 0 the transcript was printed (with --batch: every recording has its transcript),
 1 the request failed (one line on stderr says why), 2 a usage error. Needs httpx
@@ -177,8 +178,8 @@ def check_combinations(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--speakers takes 1 to 20")
     if args.words and args.format != "json":
         parser.error(f"--words prints its own lines: drop --format {args.format}")
-    if args.multichannel and (args.stream or args.realtime):
-        parser.error("--multichannel needs the whole answer: drop --stream and --realtime")
+    if args.multichannel and args.realtime:
+        parser.error("--multichannel reads a file's channels: drop --realtime")
     if args.multichannel and args.context is not None and args.batch is None:
         parser.error("--multichannel goes to the audio route: drop --context")
     alone = args.batch or args.stream or args.realtime or args.words or args.translate
@@ -317,6 +318,7 @@ def stream_deltas(
 ) -> Iterator[str]:
     """The text deltas of a streamed transcript or chat completion, as they arrive."""
     request = chat_request(args) if args.context is not None else transcription_request(args)
+    lines = 0  # --multichannel: the channels' pieces printed, a line each
     with http.stream("POST", **request) as response:
         check(response, bool(args.api_key))
         for data in sse_data(response, progress):
@@ -326,8 +328,12 @@ def stream_deltas(
             if "error" in event:
                 error = event["error"]
                 raise Failure(str(error.get("message") if isinstance(error, dict) else error))
-            if event.get("type") == "transcript.text.delta":
+            if event.get("type") == "transcript.text.delta" and not args.multichannel:
                 yield str(event["delta"])
+            elif event.get("type") == "transcript.text.segment":  # the channels talk at once
+                before = "\n" if lines else ""
+                yield f"{before}[{event['speaker']}] {event['text']}"
+                lines += 1
             elif event.get("type") == "transcript.text.done":
                 return
             elif event.get("choices"):

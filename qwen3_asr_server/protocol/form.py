@@ -278,8 +278,6 @@ class AudioRequest(Uploaded):
             raise _unsupported(message, speakers.LEAST if counted[0] else speakers.MOST)
         self._count = speakers.count(*counted)
         if self.multichannel:  # the channels are the speakers, whichever the model
-            if self.stream:
-                raise _unsupported("multichannel does not stream yet; send stream=false.", "stream")
             self._channel_names = speakers.channel_names(
                 self.known_speaker_names, self.known_speaker_references
             )

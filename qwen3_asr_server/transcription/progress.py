@@ -56,4 +56,9 @@ class Progress:
 
     def comment(self) -> str:
         """The SSE comment a stream sends after each piece."""
-        return f": progress {self.done}/{self.planned}\n\n"
+        return comment(self.done, self.planned)
+
+
+def comment(done: int, planned: int) -> str:
+    """A stream's progress as an SSE comment: pieces done of pieces planned."""
+    return f": progress {done}/{planned}\n\n"

@@ -193,6 +193,7 @@ class TranscriptionTextDeltaEvent(Answer):
     delta: str
     logprobs: list[Logprob] | SkipJsonSchema[None] = absent()
     segment_id: str | SkipJsonSchema[None] = absent()
+    channel: int | SkipJsonSchema[None] = absent()  # multichannel: the channel it is on
 
 
 class TranscriptionTextDoneEvent(Answer):

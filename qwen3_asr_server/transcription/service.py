@@ -5,7 +5,8 @@ have), the backends' readiness is checked (a 503 before any decoding), room for 
 reserved in the server's budget (`budget`: a wait, or a 429), the audio is decoded (a small
 plain WAV in the event loop, anything else in a thread, among `--decode-workers`),
 cut where it must be (`pieces.plan`), its pieces transcribed concurrently (whole, or streamed
-as OpenAI's transcript events), the stages run, and the transcript rendered in the format
+as OpenAI's transcript events; with multichannel, each channel's at once,
+`channel_stream`), the stages run, and the transcript rendered in the format
 asked for. It takes a `request.Request`, which has no HTTP in it: the audio routes make one of
 their form, anything else that has a recording (a stored file, decoded samples) makes its own;
 a live front door (Realtime, Wyoming) has each utterance streamed through it by
@@ -34,6 +35,7 @@ from ..speech.silero import SpeechModel
 from ..stages import stage
 from ..stages.stage import Stage
 from . import channels, pieces
+from .channel_stream import ChannelStreams
 from .pieces import Cuts, Options
 from .progress import Progress
 from .request import Body, Encoded, Request
@@ -127,13 +129,22 @@ class TranscriptionService:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
         error here, before any answer is sent. The events hold the job's audio from here on."""
         try:
-            labelled = job.request.response_format.speakers
-            stream = await self.planned(job.audio, job.options, request_id, labelled=labelled)
+            stream = await self._streams(job, request_id)
             await stream.start()
         except BaseException:
             job.release()
             raise
         return Events(self, stream, job, request_id)
+
+    async def _streams(self, job: Job, request_id: str) -> TranscriptStream | ChannelStreams:
+        """The recording's stream; with multichannel, each channel's, planned at once."""
+        if job.channels:
+            planned = await pieces.all_or_nothing(
+                self.planned(each, job.options, request_id) for each in job.channels
+            )
+            return ChannelStreams(planned, job.request.channel_names)
+        labelled = job.request.response_format.speakers
+        return await self.planned(job.audio, job.options, request_id, labelled=labelled)
 
     async def planned(
         self, recording: Audio, options: Options, request_id: str, *, labelled: bool = False
@@ -264,7 +275,7 @@ class Events:
     def __init__(
         self,
         service: TranscriptionService,
-        stream: TranscriptStream,
+        stream: TranscriptStream | ChannelStreams,
         job: Job,
         request_id: str,
     ) -> None:

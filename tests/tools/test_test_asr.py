@@ -84,11 +84,15 @@ def test_multichannel_labels_each_channel_s_cues(tmp_path: Path) -> None:
     server = LiveServer(StandIn(MODEL, describe=True))
     try:
         result = run_tool(str(call), "--url", server.url, "--multichannel", "--format", "vtt")
+        streamed = run_tool(str(call), "--url", server.url, "--multichannel", "--stream")
     finally:
         server.stop()
     assert result.returncode == 0, result.stderr
     voices = [line.split(">")[0] for line in result.stdout.splitlines() if line.startswith("<v")]
     assert voices == ["<v A", "<v B"]
+    assert (streamed.returncode, streamed.stderr) == (0, "")
+    lines = streamed.stdout.splitlines()  # a line a piece, in the order the channels end them
+    assert sorted(line[:10] for line in lines) == ["[A] Heard ", "[B] Heard "]
 
 
 def test_json_is_the_default(live_server: LiveServer, clip: str) -> None:

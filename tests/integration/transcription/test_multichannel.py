@@ -7,14 +7,28 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx
+import openai
 import orjson
 import pytest
-from openai.types.audio import TranscriptionDiarized, TranscriptionVerbose
+from openai import BaseModel
+from openai.types.audio import (
+    TranscriptionDiarized,
+    TranscriptionTextDeltaEvent,
+    TranscriptionTextDoneEvent,
+    TranscriptionTextSegmentEvent,
+    TranscriptionVerbose,
+)
 
+from qwen3_asr_server.app import create_app
 from qwen3_asr_server.model.catalog import DIARIZE
+from qwen3_asr_server.settings import Settings
 from tests.fixtures.audio import pcm_wav, wav
+from tests.fixtures.gated import settle
 from tests.fixtures.harness import MODEL, Harness, app_before
+from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import channels_wav, speech_wav
 from tests.fixtures.standin import StandIn
 
@@ -146,7 +160,6 @@ async def test_more_channels_than_the_limit_is_a_400_that_names_it(harness: Harn
 @pytest.mark.parametrize(
     ("fields", "param"),
     [
-        ({"stream": "true"}, "stream"),
         ({"known_speaker_references[]": "data:audio/wav;base64,AAAA"}, "known_speaker_references"),
         ({"known_speaker_names[]": ["a", "a"]}, "known_speaker_names"),
     ],
@@ -189,3 +202,163 @@ async def test_a_batch_line_with_multichannel_answers_with_channels(harness: Har
     answer = orjson.loads(output)["response"]["body"]
     assert [segment["channel"] for segment in answer["segments"]] == [0, 1]
     assert [segment["speaker"] for segment in answer["segments"]] == ["A", "B"]
+
+
+# Each channel speaks twice, the channels in turn: a call of four turns, 9 s in all
+ASKS = [(0.5, False), (1.5, True), (3.0, False), (1.5, True), (2.5, False)]
+ANSWERS = [(2.5, False), (1.5, True), (2.0, False), (2.0, True), (1.0, False)]
+
+
+async def _streamed(harness: Harness, audio: bytes, **fields: str | list[str]) -> list[Any]:
+    """The events of a multichannel stream, each read as OpenAI's model of its type."""
+    response = await harness.http.post(
+        TRANSCRIPTIONS,
+        files={"file": ("call.wav", audio, "audio/wav")},
+        data={"model": MODEL, "multichannel": "true", "stream": "true", **fields},
+    )
+    assert response.status_code == 200, response.text
+    lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+    return [_EVENTS[orjson.loads(line)["type"]].model_validate_json(line) for line in lines]
+
+
+async def test_a_stream_sends_each_channels_segments_in_time_order(harness: Harness) -> None:
+    call = channels_wav(ASKS, ANSWERS)
+    names = ["agent", "customer"]
+    asked: dict[str, Any] = {
+        "model": MODEL,
+        "file": ("call.wav", call),
+        "response_format": "diarized_json",
+        "known_speaker_names": names,
+        "chunking_strategy": {"type": "server_vad", "silence_duration_ms": 500},  # each turn
+        "extra_body": {"multichannel": True},
+    }
+    stream = await harness.sdk.audio.transcriptions.create(**asked, stream=True)
+    *events, done = [event async for event in stream]
+    assert isinstance(done, TranscriptionTextDoneEvent)
+    segments = [event for event in events if isinstance(event, TranscriptionTextSegmentEvent)]
+    by_channel = [[s for s in segments if _channel(s) == channel] for channel in (0, 1)]
+    assert [len(each) for each in by_channel] == [2, 2]
+    for channel, said in enumerate(by_channel):
+        assert {segment.speaker for segment in said} == {names[channel]}
+        assert said[0].end <= said[1].start  # a channel's pieces in its time order
+    assert len({segment.id for segment in segments}) == 4
+    deltas = [event for event in events if isinstance(event, TranscriptionTextDeltaEvent)]
+    for segment in segments:
+        own = [delta for delta in deltas if delta.segment_id == segment.id]
+        assert {_channel(delta) for delta in own} == {_channel(segment)}
+        assert "".join(delta.delta for delta in own).strip() == segment.text
+    whole = await harness.sdk.audio.transcriptions.create(**asked)
+    assert isinstance(whole, TranscriptionDiarized)
+    assert done.text == whole.text
+    assert done.text.count("\n") == 3  # four turns
+    assert sorted(_said(segment) for segment in segments) == sorted(
+        _said(segment) for segment in whole.segments
+    )
+
+
+async def test_a_json_stream_is_labelled_and_done_as_the_answer(harness: Harness) -> None:
+    """Whatever the format, a multichannel stream tells the channels apart; its done text is
+    the answer's, and its usage counts every channel's requests."""
+    call = channels_wav(AGENT, CUSTOMER)
+    events = await _streamed(harness, call)
+    *said, done = events
+    assert isinstance(done, TranscriptionTextDoneEvent)
+    segments = [event for event in said if isinstance(event, TranscriptionTextSegmentEvent)]
+    assert sorted((_channel(segment), segment.speaker) for segment in segments) == [
+        (0, "A"),
+        (1, "B"),
+    ]
+    assert len(harness.standin.requests) == 2
+    assert done.text == (await _post(harness, call))["text"]
+    *_, alone = await _streamed(harness, channels_wav(AGENT))  # as long, as many tokens
+    assert done.usage is not None
+    assert alone.usage is not None
+    assert done.usage.total_tokens == 2 * alone.usage.total_tokens > 0
+
+
+async def test_a_streamed_calls_logprobs_are_the_answers(harness: Harness) -> None:
+    call = channels_wav(CUSTOMER, AGENT)  # the second channel speaks first
+    logprobs = {"include[]": "logprobs", "chunking_strategy": "auto"}  # cut: "Heard 2.25 s."
+    *said, done = await _streamed(harness, call, **logprobs)
+    assert done.logprobs is not None
+    streamed = [entry.model_dump() for entry in done.logprobs]
+    assert streamed == (await _post(harness, call, **logprobs))["logprobs"]
+    deltas = [entry.model_dump() for event in said if event.type == "transcript.text.delta"
+              for entry in event.logprobs or ()]  # fmt: skip
+    assert sorted(deltas, key=str) == sorted(streamed, key=str)  # the channels' in another order
+
+
+async def test_a_silent_channel_streams_nothing_and_asks_nothing(harness: Harness) -> None:
+    events = await _streamed(harness, channels_wav(AGENT, SILENT), response_format="diarized_json")
+    *said, done = events
+    assert {_channel(event) for event in said} == {0}
+    assert len(harness.standin.requests) == 1
+    assert isinstance(done, TranscriptionTextDoneEvent)
+    assert done.text.startswith("Heard 2.")
+
+
+async def test_a_stream_fails_as_a_mono_one_does() -> None:
+    """Before any text, a backend's refusal is an HTTP error; after, an error event ends the
+    stream, with no done."""
+    async with app_before(StandIn(MODEL, fail_after=4)) as harness:  # dies after "Hello"
+        response = await harness.http.post(
+            TRANSCRIPTIONS,
+            files={"file": ("call.wav", channels_wav(AGENT, CUSTOMER), "audio/wav")},
+            data={"model": MODEL, "multichannel": "true", "stream": "true"},
+        )
+        lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+        first, *_, last = [orjson.loads(line) for line in lines]
+        assert (first["delta"], first["segment_id"]) == ("Hello", "seg_0")
+        assert last["error"]["type"] == "server_error"
+        assert all(orjson.loads(line).get("type") != "transcript.text.done" for line in lines)
+        harness.app.state.asr.supervisor.upstream_model = "not-served-upstream"
+        with pytest.raises(openai.APIStatusError) as caught:
+            await harness.sdk.audio.transcriptions.create(
+                model=MODEL,
+                file=("call.wav", channels_wav(AGENT, CUSTOMER)),
+                stream=True,
+                extra_body={"multichannel": True},
+            )
+        assert caught.value.status_code == 502
+
+
+def test_a_client_that_leaves_a_multichannel_stream_stops_every_channel() -> None:
+    """Every channel's upstream stream is cancelled, and the audio's room given back: a call
+    that did not fit beside it (a budget of 20 s, 16 s each) is served."""
+    standin = StandIn(MODEL, piece_delay=0.5, text="One two three four five six seven eight.")
+    backend = ThreadedServer(standin.app).start()
+    settings = Settings(
+        model=MODEL, backend_url=backend.url, audio_budget_seconds=20, queue_timeout=30
+    )
+    server = ThreadedServer(create_app(settings)).start()
+    call = {"file": ("call.wav", channels_wav(AGENT, CUSTOMER))}
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            form = {"multichannel": "true", "stream": "true"}
+            with client.stream("POST", TRANSCRIPTIONS, data=form, files=call) as response:
+                assert response.status_code == 200
+                next(line for line in response.iter_lines() if line.startswith("data: "))
+            settle(lambda: standin.streams_broken == 2)
+            assert standin.streams_broken == 2  # vLLM would stop generating, for each channel
+            served = client.post(TRANSCRIPTIONS, data={"multichannel": "true"}, files=call)
+            assert served.status_code == 200, served.text
+    finally:
+        server.stop()
+        backend.stop()
+
+
+def _channel(event: BaseModel) -> int:
+    channel: int = (event.model_extra or {})["channel"]
+    return channel
+
+
+def _said(segment: BaseModel) -> tuple[int, float, float, str, str]:
+    fields = segment.model_dump()
+    return (_channel(segment), *(fields[key] for key in ("start", "end", "text", "speaker")))
+
+
+_EVENTS: dict[str, type[BaseModel]] = {
+    "transcript.text.delta": TranscriptionTextDeltaEvent,
+    "transcript.text.segment": TranscriptionTextSegmentEvent,
+    "transcript.text.done": TranscriptionTextDoneEvent,
+}
