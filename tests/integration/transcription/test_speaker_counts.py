@@ -5,6 +5,7 @@ stand-in for vLLM."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +13,11 @@ from openai.types.audio import TranscriptionDiarized
 
 from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.settings import Settings
-from tests.fixtures.conversations import Conversation, conversation
+from tests.fixtures.conversations import Conversation, conversation, spoken, truth_of
 from tests.fixtures.harness import MODEL, Harness, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
+from tests.integration.transcription.test_diarization import data_url
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +67,29 @@ async def test_an_exact_count_is_how_many_are_labelled(
 ) -> None:
     assert await speakers(harness, talk, min_speakers=1, max_speakers=1) == {"A"}
     assert await speakers(harness, talk, min_speakers=4, max_speakers=4) == {"A", "B", "C", "D"}
+
+
+async def test_a_count_and_a_known_speaker_together(
+    harness: Harness, talk: Conversation, tmp_path: Path
+) -> None:
+    """The count decides how many voices (three heard as two); the reference still names the
+    one it sounds like."""
+    agent = spoken("awb", "Thank you for calling, how can I help you today?", tmp_path)
+    answer = await harness.sdk.audio.transcriptions.create(
+        model=DIARIZE,
+        file=("talk.wav", talk.wav()),
+        response_format="diarized_json",
+        extra_body={
+            "known_speaker_names": ["agent"],
+            "known_speaker_references": [data_url(agent, "mp3")],
+            "max_speakers": 2,
+        },
+    )
+    assert isinstance(answer, TranscriptionDiarized)
+    assert len({segment.speaker for segment in answer.segments}) == 2
+    awb = [s for s in answer.segments if truth_of(talk, s.start, s.end) == "awb"]
+    assert awb
+    assert {segment.speaker for segment in awb} == {"agent"}
 
 
 @pytest.mark.parametrize(
