@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import scipy.linalg
-from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.hierarchy import cut_tree, fcluster, linkage
 from scipy.cluster.vq import kmeans2
 
 from .count import SpeakerCount
@@ -120,11 +120,13 @@ def _agglomerative(
     if len(embeddings) == 1:
         return np.zeros(1, dtype=np.int64)
     tree = linkage(embeddings.astype(np.float64), method="average", metric="cosine")
-    found = fcluster(tree, 1 - cosine, criterion="distance")
-    wanted = min(max(int(found.max()), least), most or len(embeddings), len(embeddings))
-    if wanted != found.max():
-        found = fcluster(tree, wanted, criterion="maxclust")
-    labels: Labels = np.asarray(found, dtype=np.int64) - 1
+    found = fcluster(tree, 1 - cosine, criterion="distance") - 1
+    wanted = min(max(int(found.max()) + 1, least), most or len(embeddings), len(embeddings))
+    if wanted != found.max() + 1:
+        # cut by the order of the merges, not their heights: windows of one voice can be
+        # equally alike, and a cut at a height (fcluster's maxclust) then gives fewer
+        found = cut_tree(tree, n_clusters=wanted).ravel()
+    labels: Labels = np.asarray(found, dtype=np.int64)
     return labels
 
 
