@@ -23,7 +23,7 @@ from tests.fixtures.process import run_script
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import channels_wav, speech_wav, spoken
 from tests.fixtures.standin import StandIn
-from tests.fixtures.standin_aligner import StandInAligner, expected_bins
+from tests.fixtures.standin_aligner import StandInAligner, expected_words
 
 SCRIPT = Path(__file__).resolve().parents[2] / "test-asr.py"
 HEARD = "Heard 2.10 s."
@@ -114,6 +114,11 @@ def test_vtt_prints_the_subtitle_file(live_server: LiveServer, clip: str) -> Non
     assert "Heard" in result.stdout
 
 
+def _lines(words: list[dict[str, Any]]) -> str:
+    """What --words and --align print: a line per word, its start, end and text."""
+    return "".join(f"{w['start']:9.3f} {w['end']:9.3f}  {w['word']}\n" for w in words)
+
+
 def test_words_prints_a_line_per_word(live_server: LiveServer, clip: str) -> None:
     aligner = ThreadedServer(StandInAligner().app).start()
     server = LiveServer(StandIn(MODEL, describe=True), aligner_url=aligner.url)
@@ -124,11 +129,7 @@ def test_words_prints_a_line_per_word(live_server: LiveServer, clip: str) -> Non
         aligner.stop()
     assert result.returncode == 0, result.stderr
     # "Heard 2.10 s." is three words, spread by the stand-in aligner over the 2.1 s clip
-    times = [round(b * 0.08, 3) for b in expected_bins(2.1, 3)]
-    assert result.stdout == "".join(
-        f"{times[2 * i]:9.3f} {times[2 * i + 1]:9.3f}  {word}\n"
-        for i, word in enumerate(["Heard", "210", "s"])
-    )
+    assert result.stdout == _lines(expected_words(0.0, 2.1, ["Heard", "210", "s"]))
     refused = run_tool(clip, "--url", live_server.url, "--words")  # no aligner there
     assert refused.returncode == 1
     assert "start it with --aligner" in refused.stderr
@@ -148,11 +149,7 @@ def test_align_prints_a_line_per_word_of_the_given_text(
         server.stop()
         aligner.stop()
     assert result.returncode == 0, result.stderr
-    times = [round(b * 0.08, 3) for b in expected_bins(2.1, 3)]
-    assert result.stdout == "".join(
-        f"{times[2 * i]:9.3f} {times[2 * i + 1]:9.3f}  {word}\n"
-        for i, word in enumerate(["Hello", "there", "world"])
-    )
+    assert result.stdout == _lines(expected_words(0.0, 2.1, ["Hello", "there", "world"]))
     assert result.stderr == "test-asr: the aligner placed 100% of the words\n"
     assert srt.stdout.startswith("1\n00:00:00,000 --> ")
     assert srt.stdout.endswith("\nHello there, world.\n\n")

@@ -18,7 +18,7 @@ from qwen3_asr_server.model.alignment import units
 from qwen3_asr_server.settings import Settings
 from tests.fixtures import metrics
 from tests.fixtures.containers import encode
-from tests.fixtures.harness import MODEL, Harness, app_before, ready, start_harness
+from tests.fixtures.harness import MODEL, Harness, aligned_app, ready, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
@@ -55,8 +55,7 @@ def aligner() -> Iterator[tuple[StandInAligner, str]]:
 
 @pytest.fixture
 async def aligned(aligner: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
-    async with app_before(StandIn(MODEL, describe=True), aligner_url=aligner[1]) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(aligner[1]) as harness:
         yield harness
 
 
@@ -155,8 +154,7 @@ async def test_an_upload_over_the_size_limit_is_the_413_transcriptions_give(
     aligner: tuple[StandInAligner, str],
 ) -> None:
     big = {"file": ("big.wav", b"\0" * (3 << 20))}  # over 1 MB and the form's 1 MiB beside it
-    async with app_before(StandIn(MODEL), aligner_url=aligner[1], max_upload_mb=1) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(aligner[1], StandIn(MODEL), max_upload_mb=1) as harness:
         aligning = await harness.http.post(PATH, files=big, data={"text": "Hello"})
         transcribing = await harness.http.post("/v1/audio/transcriptions", files=big)
     assert aligning.status_code == transcribing.status_code == 413
@@ -204,8 +202,7 @@ async def test_refused_and_failed_alignments_give_their_audio_and_temp_file_back
     broken = StandInAligner("qwen3-forced-aligner", rows_off_by=1)
     server = ThreadedServer(broken.app).start()
     try:
-        async with app_before(StandIn(MODEL), aligner_url=server.url) as harness:
-            await ready(harness.app.state.asr.aligner.supervisor)
+        async with aligned_app(server.url, StandIn(MODEL)) as harness:
             too_long = await _align(harness, clip, _words(401))
             failed = await _align(harness, clip, "Hello there")
             reserved = await _metric(harness, "qwen3_asr_audio_reserved_seconds")
@@ -242,8 +239,7 @@ class _Deaf(StandIn):
 async def test_a_long_recording_the_model_hears_nothing_in_is_still_aligned(
     aligner: tuple[StandInAligner, str],
 ) -> None:
-    async with app_before(_Deaf(MODEL), aligner_url=aligner[1]) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(aligner[1], _Deaf(MODEL)) as harness:
         text = _words(400)
         response = await _align(harness, LONG, text, response_format="verbose_json")
     assert response.status_code == 200, response.text

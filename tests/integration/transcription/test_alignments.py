@@ -5,7 +5,6 @@ can be computed)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -14,11 +13,14 @@ from openai.types.audio import TranscriptionVerbose
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.fixtures.containers import encode
-from tests.fixtures.harness import MODEL, Harness, app_before, ready
+from tests.fixtures.harness import MODEL, Harness, aligned_app, app_before
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
-from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner, expected_bins
+from tests.fixtures.standin_aligner import (
+    StandInAligner,
+    expected_words,
+)
 
 ALIGNER = "qwen3-forced-aligner"
 PATH = "/v1/audio/alignments"
@@ -42,19 +44,8 @@ def aligner(served: tuple[StandInAligner, str]) -> StandInAligner:
 
 @pytest.fixture
 async def aligned(served: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
-    async with app_before(StandIn(MODEL, describe=True), aligner_url=served[1]) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(served[1]) as harness:
         yield harness
-
-
-def _words_of(start: float, seconds: float, units: list[str]) -> list[dict[str, Any]]:
-    """What the stand-in aligner says for a pass: its units spread evenly over its audio."""
-    bins = expected_bins(seconds, len(units))
-    times = [round(start + b * SEGMENT_TIME, 3) for b in bins]
-    return [
-        {"word": unit, "start": times[2 * i], "end": times[2 * i + 1]}
-        for i, unit in enumerate(units)
-    ]
 
 
 async def _align(harness: Harness, clip: bytes = CLIP, **data: str) -> httpx.Response:
@@ -66,7 +57,11 @@ async def test_a_short_recording_is_aligned_in_one_pass_without_the_asr_model(
 ) -> None:
     response = await _align(aligned, text=TEXT)
     assert response.status_code == 200, response.text
-    assert response.json() == {"text": TEXT, "words": _words_of(0.0, 3.0, UNITS), "placed": 1.0}
+    assert response.json() == {
+        "text": TEXT,
+        "words": expected_words(0.0, 3.0, UNITS),
+        "placed": 1.0,
+    }
     [sent] = aligner.requests
     assert sent["text"] == "".join(f"{unit}<timestamp><timestamp>" for unit in UNITS)
     assert sent["seconds"] == pytest.approx(3.0)
@@ -79,7 +74,7 @@ async def test_verbose_json_is_openais_shape_with_a_segment(aligned: Harness) ->
     assert response.status_code == 200, response.text
     body = response.json()
     verbose = TranscriptionVerbose.model_validate(body)
-    words = _words_of(0.0, 3.0, UNITS)
+    words = expected_words(0.0, 3.0, UNITS)
     assert [word.model_dump(exclude_none=True) for word in verbose.words or []] == words
     assert (verbose.language, verbose.duration, verbose.text) == ("english", 3.0, TEXT)
     [segment] = verbose.segments or []
@@ -88,7 +83,7 @@ async def test_verbose_json_is_openais_shape_with_a_segment(aligned: Harness) ->
 
 
 async def test_subtitles_are_cut_at_sentence_ends(aligned: Harness) -> None:
-    words = _words_of(0.0, 3.0, UNITS)
+    words = expected_words(0.0, 3.0, UNITS)
     srt = await _align(aligned, text=TEXT, response_format="srt")
     assert srt.headers["content-type"].startswith("application/x-subrip")
     assert srt.text == (
@@ -141,7 +136,7 @@ async def test_a_long_recording_is_shared_among_its_pieces_by_their_transcripts(
         assert segment["text"] == said
         units = said.replace(".", "").split()
         seconds = piece["end"] - piece["start"]
-        expected += _words_of(piece["start"], seconds, units)
+        expected += expected_words(piece["start"], seconds, units)
     assert body["words"] == expected
     assert sorted(request["seconds"] for request in aligner.requests) == pytest.approx(
         sorted(piece["end"] - piece["start"] for piece in pieces), abs=0.001

@@ -5,7 +5,6 @@ the real diarizer, the stand-in for vLLM (which names each piece's length)."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from tests.fixtures.conversations import (
     conversation,
     spoken,
 )
-from tests.fixtures.harness import MODEL, Harness, app_before, ready, start_harness
+from tests.fixtures.harness import MODEL, Harness, aligned_app, start_harness
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
@@ -41,28 +40,13 @@ def talk(voices: Path) -> Conversation:
     return conversation(3, 12, voices, seed=3)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[StandIn, ThreadedServer]]:
-    fake = StandIn(MODEL, "modern", describe=True)
-    running = ThreadedServer(fake.app).start()
-    yield fake, running
-    running.stop()
-
-
-@pytest.fixture
-async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
-    fake, running = server
-    async for h in start_harness(Settings(model=MODEL, backend_url=running.url), fake):
-        yield h
-
-
 def data_url(samples: Any, container: str) -> str:
     data = encode(samples.astype("float32") / 32768, RATE, container)
     return f"data:audio/{container};base64,{base64.b64encode(data).decode()}"
 
 
-async def test_diarized_json_through_the_sdk(harness: Harness, talk: Conversation) -> None:
-    answer = await harness.sdk.audio.transcriptions.create(
+async def test_diarized_json_through_the_sdk(described: Harness, talk: Conversation) -> None:
+    answer = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
     )
     assert isinstance(answer, TranscriptionDiarized)
@@ -79,23 +63,25 @@ async def test_diarized_json_through_the_sdk(harness: Harness, talk: Conversatio
     assert answer.usage.type == "tokens"
 
 
-async def test_json_and_text_answer_the_text_as_usual(harness: Harness, talk: Conversation) -> None:
+async def test_json_and_text_answer_the_text_as_usual(
+    described: Harness, talk: Conversation
+) -> None:
     """diarized_json's text (the pieces are cut where the speakers change), in the fields the
     served model's json has: no segments, no speakers."""
-    diarized = await harness.sdk.audio.transcriptions.create(
+    diarized = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
     )
-    plain = await harness.sdk.audio.transcriptions.create(
+    plain = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="json"
     )
     assert plain.text == diarized.text
-    text = await harness.sdk.audio.transcriptions.create(
+    text = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="text"
     )
     assert text.strip() == diarized.text
     fields = []
     for model in (DIARIZE, MODEL):
-        response = await harness.http.post(
+        response = await described.http.post(
             "/v1/audio/transcriptions",
             files={"file": ("talk.wav", talk.wav())},
             data={"model": model, "response_format": "json"},
@@ -105,11 +91,13 @@ async def test_json_and_text_answer_the_text_as_usual(harness: Harness, talk: Co
     assert fields[0] == fields[1]  # no segments, no speakers
 
 
-async def test_known_speakers_are_named(harness: Harness, talk: Conversation, voices: Path) -> None:
+async def test_known_speakers_are_named(
+    described: Harness, talk: Conversation, voices: Path
+) -> None:
     """References of two of the voices, saying other things, in other formats."""
     agent = spoken("awb", "Thank you for calling, how can I help you today?", voices)
     caller = spoken("slt", "Hi, I have a question about my last invoice, please.", voices)
-    answer = await harness.sdk.audio.transcriptions.create(
+    answer = await described.sdk.audio.transcriptions.create(
         model=DIARIZE,
         file=("talk.wav", talk.wav()),
         response_format="diarized_json",
@@ -123,13 +111,13 @@ async def test_known_speakers_are_named(harness: Harness, talk: Conversation, vo
 
 
 async def test_a_stream_sends_segments_with_their_speakers(
-    harness: Harness, talk: Conversation
+    described: Harness, talk: Conversation
 ) -> None:
-    whole = await harness.sdk.audio.transcriptions.create(
+    whole = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
     )
     events = []
-    async with harness.http.stream(
+    async with described.http.stream(
         "POST",
         "/v1/audio/transcriptions",
         files={"file": ("talk.wav", talk.wav())},
@@ -158,15 +146,15 @@ async def test_a_stream_sends_segments_with_their_speakers(
 
 
 async def test_subtitles_and_verbose_json_say_who_speaks(
-    harness: Harness, talk: Conversation
+    described: Harness, talk: Conversation
 ) -> None:
-    verbose = await harness.sdk.audio.transcriptions.create(
+    verbose = await described.sdk.audio.transcriptions.create(
         model=DIARIZE, file=("talk.wav", talk.wav()), response_format="verbose_json"
     )
     assert verbose.segments
     check_speakers(talk, verbose.segments, {})  # type: ignore[arg-type]
     for container, marker in (("vtt", "<v {}>"), ("srt", "[{}] ")):
-        response = await harness.http.post(
+        response = await described.http.post(
             "/v1/audio/transcriptions",
             files={"file": ("talk.wav", talk.wav())},
             data={"model": DIARIZE, "response_format": container},
@@ -177,10 +165,10 @@ async def test_subtitles_and_verbose_json_say_who_speaks(
         assert response.text.count(marker.format("B")) >= 1
 
 
-async def test_the_diarizing_model_is_listed(harness: Harness) -> None:
-    listed = [model.id async for model in harness.sdk.models.list()]
+async def test_the_diarizing_model_is_listed(described: Harness) -> None:
+    listed = [model.id async for model in described.sdk.models.list()]
     assert DIARIZE in listed
-    card = await harness.sdk.models.retrieve(DIARIZE)
+    card = await described.sdk.models.retrieve(DIARIZE)
     assert card.id == DIARIZE
 
 
@@ -208,9 +196,9 @@ SHORT = "data:audio/wav;base64," + base64.b64encode(b"RIFF").decode()
     ],
 )
 async def test_bad_diarization_fields_are_a_400_naming_them(
-    harness: Harness, talk: Conversation, data: dict[str, Any], param: str
+    described: Harness, talk: Conversation, data: dict[str, Any], param: str
 ) -> None:
-    response = await harness.http.post(
+    response = await described.http.post(
         "/v1/audio/transcriptions", files={"file": ("talk.wav", talk.wav())}, data=data
     )
     assert response.status_code == 400
@@ -218,9 +206,9 @@ async def test_bad_diarization_fields_are_a_400_naming_them(
 
 
 async def test_a_reference_that_is_not_base64_is_a_400_in_openais_shape(
-    harness: Harness, talk: Conversation
+    described: Harness, talk: Conversation
 ) -> None:
-    response = await harness.http.post(
+    response = await described.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("talk.wav", talk.wav())},
         data={
@@ -242,10 +230,10 @@ async def test_a_reference_that_is_not_base64_is_a_400_in_openais_shape(
 
 @pytest.mark.parametrize(("seconds", "reason"), [(1.0, "lasts 1.0 s"), (12.0, "lasts over 10 s")])
 async def test_a_reference_of_the_wrong_length_is_a_400(
-    harness: Harness, talk: Conversation, seconds: float, reason: str
+    described: Harness, talk: Conversation, seconds: float, reason: str
 ) -> None:
     clip = talk.samples[: round(seconds * RATE)]
-    response = await harness.http.post(
+    response = await described.http.post(
         "/v1/audio/transcriptions",
         files={"file": ("talk.wav", talk.wav())},
         data={
@@ -261,23 +249,25 @@ async def test_a_reference_of_the_wrong_length_is_a_400(
 
 
 async def test_without_a_diarizer_the_model_is_refused(
-    server: tuple[StandIn, ThreadedServer], talk: Conversation
+    describing: tuple[StandIn, ThreadedServer], talk: Conversation
 ) -> None:
-    fake, running = server
+    fake, running = describing
     settings = Settings(model=MODEL, backend_url=running.url, diarizer="none")
-    async for harness in start_harness(settings, fake):
+    async for described in start_harness(settings, fake):
         with pytest.raises(openai.BadRequestError) as caught:
-            await harness.sdk.audio.transcriptions.create(
+            await described.sdk.audio.transcriptions.create(
                 model=DIARIZE, file=("talk.wav", talk.wav()), response_format="diarized_json"
             )
         assert "--diarizer none" in str(caught.value)
-        assert DIARIZE not in [model.id async for model in harness.sdk.models.list()]
+        assert DIARIZE not in [model.id async for model in described.sdk.models.list()]
 
 
-async def test_prompt_and_keywords_reach_every_piece(harness: Harness, talk: Conversation) -> None:
-    assert harness.standin is not None
-    harness.standin.requests.clear()
-    answer = await harness.sdk.audio.transcriptions.create(
+async def test_prompt_and_keywords_reach_every_piece(
+    described: Harness, talk: Conversation
+) -> None:
+    assert described.standin is not None
+    described.standin.requests.clear()
+    answer = await described.sdk.audio.transcriptions.create(
         model=DIARIZE,
         file=("talk.wav", talk.wav()),
         response_format="diarized_json",
@@ -285,7 +275,7 @@ async def test_prompt_and_keywords_reach_every_piece(harness: Harness, talk: Con
         extra_body={"keywords": ["Thursday"]},
     )
     assert isinstance(answer, TranscriptionDiarized)
-    systems = [request["messages"][0] for request in harness.standin.requests]
+    systems = [request["messages"][0] for request in described.standin.requests]
     assert len(systems) == len(answer.segments)
     assert all(turn["role"] == "system" for turn in systems)
     assert all("A release meeting." in turn["content"] for turn in systems)
@@ -296,9 +286,8 @@ async def test_aligned_words_carry_their_speaker(talk: Conversation) -> None:
     aligner = StandInAligner("qwen3-forced-aligner")
     running = ThreadedServer(aligner.app).start()
     try:
-        async with app_before(StandIn(MODEL, describe=True), aligner_url=running.url) as harness:
-            await ready(harness.app.state.asr.aligner.supervisor)
-            response = await harness.http.post(
+        async with aligned_app(running.url) as described:
+            response = await described.http.post(
                 "/v1/audio/transcriptions",
                 files={"file": ("talk.wav", talk.wav())},
                 data={

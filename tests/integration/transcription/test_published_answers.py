@@ -27,10 +27,9 @@ from openai.types.audio import (
 
 from qwen3_asr_server.model.catalog import DIARIZE
 from tests.fixtures.containers import encode
-from tests.fixtures.harness import MODEL, Harness, app_before, ready
+from tests.fixtures.harness import Harness, aligned_app
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken
-from tests.fixtures.standin import StandIn
 from tests.fixtures.standin_aligner import StandInAligner
 
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
@@ -73,8 +72,7 @@ def aligner_url() -> Iterator[str]:
 
 @pytest.fixture
 async def harness(aligner_url: str) -> AsyncIterator[Harness]:
-    async with app_before(StandIn(MODEL, describe=True), aligner_url=aligner_url) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(aligner_url) as harness:
         yield harness
 
 

@@ -4,7 +4,6 @@ stand-in for vLLM."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,8 @@ import pytest
 from openai.types.audio import TranscriptionDiarized
 
 from qwen3_asr_server.model.catalog import DIARIZE
-from qwen3_asr_server.settings import Settings
 from tests.fixtures.conversations import Conversation, conversation, spoken, truth_of
-from tests.fixtures.harness import MODEL, Harness, start_harness
-from tests.fixtures.servers import ThreadedServer
-from tests.fixtures.standin import StandIn
+from tests.fixtures.harness import Harness
 from tests.integration.transcription.test_diarization import data_url
 
 
@@ -26,23 +22,8 @@ def talk(tmp_path_factory: pytest.TempPathFactory) -> Conversation:
     return conversation(3, 6, tmp_path_factory.mktemp("voices"), seed=3)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[StandIn, ThreadedServer]]:
-    fake = StandIn(MODEL, "modern", describe=True)
-    running = ThreadedServer(fake.app).start()
-    yield fake, running
-    running.stop()
-
-
-@pytest.fixture
-async def harness(server: tuple[StandIn, ThreadedServer]) -> AsyncIterator[Harness]:
-    fake, running = server
-    async for h in start_harness(Settings(model=MODEL, backend_url=running.url), fake):
-        yield h
-
-
-async def speakers(harness: Harness, talk: Conversation, **count: int) -> set[str]:
-    answer = await harness.sdk.audio.transcriptions.create(
+async def speakers(described: Harness, talk: Conversation, **count: int) -> set[str]:
+    answer = await described.sdk.audio.transcriptions.create(
         model=DIARIZE,
         file=("talk.wav", talk.wav()),
         response_format="diarized_json",
@@ -53,29 +34,29 @@ async def speakers(harness: Harness, talk: Conversation, **count: int) -> set[st
 
 
 async def test_the_diarizer_hears_three_without_a_count(
-    harness: Harness, talk: Conversation
+    described: Harness, talk: Conversation
 ) -> None:
-    assert await speakers(harness, talk) == {"A", "B", "C"}
+    assert await speakers(described, talk) == {"A", "B", "C"}
 
 
-async def test_max_speakers_caps_the_speakers(harness: Harness, talk: Conversation) -> None:
-    assert await speakers(harness, talk, max_speakers=2) == {"A", "B"}
+async def test_max_speakers_caps_the_speakers(described: Harness, talk: Conversation) -> None:
+    assert await speakers(described, talk, max_speakers=2) == {"A", "B"}
 
 
 async def test_an_exact_count_is_how_many_are_labelled(
-    harness: Harness, talk: Conversation
+    described: Harness, talk: Conversation
 ) -> None:
-    assert await speakers(harness, talk, min_speakers=1, max_speakers=1) == {"A"}
-    assert await speakers(harness, talk, min_speakers=4, max_speakers=4) == {"A", "B", "C", "D"}
+    assert await speakers(described, talk, min_speakers=1, max_speakers=1) == {"A"}
+    assert await speakers(described, talk, min_speakers=4, max_speakers=4) == {"A", "B", "C", "D"}
 
 
 async def test_a_count_and_a_known_speaker_together(
-    harness: Harness, talk: Conversation, tmp_path: Path
+    described: Harness, talk: Conversation, tmp_path: Path
 ) -> None:
     """The count decides how many voices (three heard as two); the reference still names the
     one it sounds like."""
     agent = spoken("awb", "Thank you for calling, how can I help you today?", tmp_path)
-    answer = await harness.sdk.audio.transcriptions.create(
+    answer = await described.sdk.audio.transcriptions.create(
         model=DIARIZE,
         file=("talk.wav", talk.wav()),
         response_format="diarized_json",
@@ -113,9 +94,9 @@ async def test_a_count_and_a_known_speaker_together(
     ],
 )
 async def test_a_bad_count_is_a_400_naming_it(
-    harness: Harness, talk: Conversation, data: dict[str, Any], param: str, code: str
+    described: Harness, talk: Conversation, data: dict[str, Any], param: str, code: str
 ) -> None:
-    response = await harness.http.post(
+    response = await described.http.post(
         "/v1/audio/transcriptions", files={"file": ("talk.wav", talk.wav())}, data=data
     )
     assert response.status_code == 400

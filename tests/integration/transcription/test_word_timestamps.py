@@ -4,18 +4,22 @@ here, which spreads each piece's words evenly over the piece: every time can be 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.fixtures.containers import encode
-from tests.fixtures.harness import MODEL, Harness, app_before, ready
+from tests.fixtures.harness import MODEL, Harness, aligned_app, app_before
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken
 from tests.fixtures.standin import StandIn
-from tests.fixtures.standin_aligner import SEGMENT_TIME, StandInAligner, expected_bins
+from tests.fixtures.standin_aligner import (
+    SEGMENT_TIME,
+    StandInAligner,
+    expected_bins,
+    expected_words,
+)
 
 ALIGNER = "qwen3-forced-aligner"
 WORD_AND_SEGMENT = {
@@ -34,19 +38,8 @@ def aligner() -> Iterator[tuple[StandInAligner, str]]:
 
 @pytest.fixture
 async def aligned(aligner: tuple[StandInAligner, str]) -> AsyncIterator[Harness]:
-    async with app_before(StandIn(MODEL, describe=True), aligner_url=aligner[1]) as harness:
-        await ready(harness.app.state.asr.aligner.supervisor)
+    async with aligned_app(aligner[1]) as harness:
         yield harness
-
-
-def _words_of(start: float, seconds: float, units: list[str]) -> list[dict[str, Any]]:
-    """What the stand-in aligner says for a piece: its units spread evenly over it."""
-    bins = expected_bins(seconds, len(units))
-    times = [round(start + b * SEGMENT_TIME, 3) for b in bins]
-    return [
-        {"word": unit, "start": times[2 * i], "end": times[2 * i + 1]}
-        for i, unit in enumerate(units)
-    ]
 
 
 async def test_words_are_timed_by_the_aligner_within_each_segment(
@@ -71,7 +64,7 @@ async def test_words_are_timed_by_the_aligner_within_each_segment(
         [request] = [
             r for r in sent if r["text"].startswith(f"Heard<timestamp><timestamp>{units[1]}")
         ]
-        words = _words_of(segment["start"], request["seconds"], units)
+        words = expected_words(segment["start"], request["seconds"], units)
         # the segment now ends with its last word, which ends on a bin (80 ms)
         assert segment["end"] == words[-1]["end"]
         assert request["seconds"] == pytest.approx(segment["end"] - segment["start"], abs=0.04)
@@ -161,8 +154,7 @@ async def test_with_an_aligner_subtitles_are_cut_at_sentence_ends_with_word_time
     server = ThreadedServer(fake.app).start()
     text = "Hello there. How are you today? Fine."
     try:
-        async with app_before(StandIn(MODEL, text=text), aligner_url=server.url) as harness:
-            await ready(harness.app.state.asr.aligner.supervisor)
+        async with aligned_app(server.url, StandIn(MODEL, text=text)) as harness:
             clip = encode(spoken([(3.0, True)]), 16000, "wav")
             answers = {}
             for response_format in ("srt", "vtt", "verbose_json"):
