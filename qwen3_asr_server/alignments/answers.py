@@ -41,7 +41,7 @@ def _json(transcript: Transcript, request: Request) -> Body:
     words = transcript.words or []
     return Alignment(
         text=transcript.text,
-        words=[TranscriptionWord(word=word.word, start=word.start, end=word.end) for word in words],
+        words=[render.word_answer(word) for word in words],
         placed=placed(words),
     ).body()
 

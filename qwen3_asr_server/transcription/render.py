@@ -103,7 +103,7 @@ def verbose_json(transcript: Transcript, request: Request) -> Body:
             _segment(index, segment, request.temperature)
             for index, segment in enumerate(transcript.segments)
         ]
-    words = None if transcript.words is None else [_word(word) for word in transcript.words]
+    words = None if transcript.words is None else [word_answer(word) for word in transcript.words]
     kind: type[Verbose] = TranslationVerbose if request.translation else TranscriptionVerbose
     return kind(
         task=request.task,
@@ -132,7 +132,8 @@ def diarized_json(transcript: Transcript, request: Request) -> Body:
     ).body()
 
 
-def _word(word: Word) -> TranscriptionWord:
+def word_answer(word: Word) -> TranscriptionWord:
+    """A word as OpenAI's `words` show it, with its speaker when a diarizer said."""
     return TranscriptionWord(word=word.word, start=word.start, end=word.end, speaker=word.speaker)
 
 
