@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import random
 import shlex
 import shutil
 import socket
@@ -23,6 +24,8 @@ from ..errors import LaunchError
 from ..model import alignment
 from ..settings import Settings
 
+# free_port's first: above the well-known services' ports (PostgreSQL's 5432, 8000s, 9000s)
+PORTS_FROM = 20000
 # --vllm-realtime: the same weights as the realtime model class, which adds /v1/realtime
 REALTIME_ARCHITECTURE = '{"architectures": ["Qwen3ASRRealtimeGeneration"]}'
 ALIGNER_ARCHITECTURE = '{"architectures": ["Qwen3ASRForcedAlignerForTokenClassification"]}'
@@ -276,7 +279,26 @@ def available_memory() -> int:
 
 
 def free_port() -> int:
-    """A loopback port nobody listens on right now."""
+    """A port nobody listens on right now, below the kernel's ephemeral range when it can:
+    a port that bind(0) hands out is one any process's outgoing connection may take in the
+    seconds before its listener (vLLM, after its import) binds it, and then vLLM cannot."""
+    for _ in range(64):
+        port = random.randrange(PORTS_FROM, max(PORTS_FROM + 1, _ephemeral_floor()))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("0.0.0.0", port))  # held on no address, loopback included
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel gives outgoing connections (Linux's default: 32768)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768

@@ -157,10 +157,12 @@ def test_no_vllm_is_installed_in_the_test_environment() -> None:
     assert os.environ.get("PATH")
 
 
-def test_free_port_is_bindable() -> None:
+def test_free_port_is_bindable_and_none_an_outgoing_connection_takes() -> None:
     port = launch.free_port()
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", port))
+        sock.bind(("0.0.0.0", port))
+    floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert launch.PORTS_FROM <= port < floor
 
 
 def test_vllm_realtime_starts_the_realtime_architecture(monkeypatch, tmp_path) -> None:
