@@ -116,7 +116,7 @@ def own_backends(
     )
 
 
-def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None:
+def _aligner(settings: Settings, backend: BackendState | None, metrics: Metrics) -> Aligner | None:
     if backend is None:
         return None
     # A launched checkpoint says how long its bins are; one given by URL is the released one.
@@ -125,7 +125,7 @@ def _aligner(settings: Settings, backend: BackendState | None) -> Aligner | None
     if settings.aligner:
         with contextlib.suppress(LaunchError):
             segment_time = launch.aligner_config(settings.aligner).segment_time
-    return Aligner(backend, segment_time, timeout=settings.request_timeout)
+    return Aligner(backend, segment_time, settings.request_timeout, settings.wake_timeout, metrics)
 
 
 def _diarizer(source: str) -> SpeakerFinder | None:
@@ -160,7 +160,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
     upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
     diarizer = _diarizer(settings.diarizer)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
-    aligner = _aligner(settings, parts.aligner)
+    aligner = _aligner(settings, parts.aligner, parts.metrics)
     speech_model = Shared(SpeechModel)
     stages = registry.every(settings, aligner, speech_model, diarizer)
     policy = Policy(

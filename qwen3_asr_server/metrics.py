@@ -31,6 +31,13 @@ BACKEND_RESTARTS = (
     "qwen3_asr_backend_restarts",
     "Times the supervisor restarted a backend's vLLM after it exited.",
 )
+BACKEND_SLEEPING = ("qwen3_asr_backend_sleeping", "1 while --idle-sleep has the backend asleep.")
+BACKEND_SLEEPS = ("qwen3_asr_backend_sleeps", "Times --idle-sleep put a backend to sleep.")
+BACKEND_WAKES = ("qwen3_asr_backend_wakes", "Times a request woke a sleeping backend.")
+BACKEND_WAKE_SECONDS = (
+    "qwen3_asr_backend_wake_seconds",
+    "Time the wakes took, together (over _wakes_total: the mean wake).",
+)
 
 WORKER_RESTARTS = (
     "qwen3_asr_worker_restarts",
@@ -73,11 +80,28 @@ class Metrics:
             *BACKEND_INFO, ["backend", "device", "model_id"], registry=self.registry
         )
         self.backend_restarts = Counter(*BACKEND_RESTARTS, ["backend"], registry=self.registry)
+        self._count_sleep()
         self._count_work()
         self._count_alignments()
         self._count_turns()
         self._count_capacity()
         self._count_jobs()
+
+    def _count_sleep(self) -> None:
+        """--idle-sleep: the supervisors' sleeps and wakes, and what requests waited for them."""
+        self.backend_sleeping = Gauge(*BACKEND_SLEEPING, ["backend"], registry=self.registry)
+        self.backend_sleeps = Counter(*BACKEND_SLEEPS, ["backend"], registry=self.registry)
+        self.backend_wakes = Counter(*BACKEND_WAKES, ["backend"], registry=self.registry)
+        self.backend_wake_seconds = Counter(
+            *BACKEND_WAKE_SECONDS, ["backend"], registry=self.registry
+        )
+        self.wake_waits = Histogram(
+            "qwen3_asr_wake_wait_seconds",
+            "Time a request waited for its sleeping backend to wake (part of its latency).",
+            ["backend"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
 
     def _count_jobs(self) -> None:
         """Batch lines: how this server's ended, and the queue all servers share."""

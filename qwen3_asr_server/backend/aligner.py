@@ -14,11 +14,14 @@ from typing import Any
 import orjson
 import pybase64
 
+from ..metrics import Metrics
 from ..model import alignment
 from ..model.alignment import Word
 from ..model.languages import Language
+from .activity import awake
 from .client import Client
 from .failures import failed, reaching
+from .roles import ALIGNER
 from .supervisor import BackendState, check_ready
 
 POOLING_PATH = "/pooling"
@@ -28,10 +31,19 @@ BACKEND = "The aligner"  # how errors name it
 class Aligner:
     """Word times for a piece of audio and its transcript."""
 
-    def __init__(self, supervisor: BackendState, segment_time: float, timeout: float) -> None:
+    def __init__(
+        self,
+        supervisor: BackendState,
+        segment_time: float,
+        timeout: float,
+        wake_timeout: float,
+        metrics: Metrics,
+    ) -> None:
         self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         self.timeout = timeout
+        self.wake_timeout = wake_timeout  # for a sleeping aligner to wake (--idle-sleep)
+        self.metrics = metrics
         # the body is written with orjson, so the client does not know it is JSON; vLLM insists
         headers = {"Content-Type": "application/json", **supervisor.backend.headers}
         self._client = Client(supervisor.url, headers, timeout)
@@ -62,15 +74,27 @@ class Aligner:
         }
         if self.supervisor.upstream_model is not None:  # else vLLM takes the one it serves
             body["model"] = self.supervisor.upstream_model
-        with reaching(BACKEND, self.timeout):
-            async with await self._client.post(POOLING_PATH, orjson.dumps(body)) as response:
-                status, headers, raw = response.status, response.headers, await response.read()
+        status, headers, raw = await self._pool(orjson.dumps(body))
         if status >= 400:
             raise failed(BACKEND, f"HTTP {status}: {raw[:300].decode(errors='replace')}")
         bins = _bins(headers, raw)
         if len(bins) != 2 * len(units):
             raise failed(BACKEND, f"{len(bins)} rows for {2 * len(units)} timestamps.")
         return alignment.words(units, bins, self.segment_time, offset)
+
+    async def _pool(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """POST /pooling once the aligner is awake, keeping it awake meanwhile."""
+        activity = self.supervisor.activity
+        activity.enter()
+        try:
+            waited = await awake(activity, self.wake_timeout, BACKEND)
+            if waited:
+                self.metrics.wake_waits.labels(ALIGNER).observe(waited)
+            with reaching(BACKEND, self.timeout):
+                async with await self._client.post(POOLING_PATH, body) as response:
+                    return response.status, response.headers, await response.read()
+        finally:
+            activity.leave()
 
     async def aclose(self) -> None:
         await self._client.aclose()

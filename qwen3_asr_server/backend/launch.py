@@ -119,7 +119,7 @@ def build(
         argv += ["--max-num-seqs", str(settings.max_num_seqs)]
     if settings.vllm_realtime and not _given(vllm_args, "--hf-overrides"):
         argv += ["--hf-overrides", REALTIME_ARCHITECTURE]
-    env: dict[str, str] = {}
+    env = _sleep_mode(settings, argv)
     if settings.cpu:
         argv += _cpu_flags(
             vllm_args,
@@ -171,13 +171,23 @@ def build_aligner(settings: Settings, port: int, environ: Mapping[str, str] = os
         share = ALIGNER_GPU_SHARE
     if share is not None and not _given(extra, "--gpu-memory-utilization"):
         argv += ["--gpu-memory-utilization", str(share)]
-    env: dict[str, str] = {}
+    env = _sleep_mode(settings, argv)
     if settings.cpu:
         # a pooling pass keeps nothing cached between requests: the smallest KV cache will do
         argv += _cpu_flags(extra, environ, share is not None, lambda: cpu_kv_cache_bytes(0))
         env = _cpu_environment(extra, environ)
     argv += extra
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
+
+
+def _sleep_mode(settings: Settings, argv: list[str]) -> dict[str, str]:
+    """--idle-sleep on a GPU: vLLM's sleep mode added to `argv`, and the environment of the
+    development mode that serves its endpoints (on loopback, as all of this vLLM). The CPU
+    build has no sleep mode: it is stopped instead (`backend.sleep`)."""
+    if settings.idle_sleep is None or settings.cpu:
+        return {}
+    argv.append("--enable-sleep-mode")
+    return {"VLLM_SERVER_DEV_MODE": "1"}
 
 
 def aligner_config(model: str) -> AlignerConfig:

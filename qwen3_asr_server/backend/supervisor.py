@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -26,9 +24,12 @@ from ..errors import FatalBackendError, LaunchError
 from ..metrics import Metrics
 from ..settings.engine import EngineSettings
 from . import launch
+from .activity import AWAKE, Activity, LocalActivity
 from .client import PROBE_SECONDS, PROBE_TIMEOUT, Client
 from .failures import BackendGone
+from .process_group import die_with_parent, group_alive, signal_group
 from .roles import ASR, Backend
+from .sleep import Sleeper
 
 logger = logging.getLogger(__name__)
 
@@ -36,49 +37,7 @@ POLL_LOADING = 0.5  # seconds between health probes while loading
 POLL_READY = 2.0  # and once ready
 STOP_GRACE = 10.0  # seconds vLLM gets to exit after SIGTERM before SIGKILL
 BACKOFF_MAX = 30.0
-
-
-# Looked up once here: the child must not load libraries between fork and exec.
-_PRCTL = ctypes.CDLL(None).prctl if sys.platform == "linux" else None
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """In a child (vLLM, a worker), before exec: SIGTERM if this server dies without cleaning up."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of the group still runs. Zombies do not count: where this server is
-    PID 1 (a container without an init), the orphans vLLM leaves (its resource tracker) are
-    reparented to it and stay zombies, which the group signal still reaches."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
+SERVING = ("ok", "sleeping")  # what `status` says of a backend that serves requests
 
 
 class BackendState(Protocol):
@@ -104,18 +63,30 @@ class BackendState(Protocol):
     def device(self) -> str: ...
     @property
     def upstream_model(self) -> str | None: ...
+    @property
+    def activity(self) -> Activity: ...  # its uses, and whether it sleeps (--idle-sleep)
+    @property
+    def sleeps(self) -> int: ...
+    @property
+    def wakes(self) -> int: ...
+    @property
+    def wake_seconds(self) -> float: ...  # the wakes' time together
 
 
 def status(state: BackendState) -> str:
-    """`ok`, `loading` (never ready yet) or `down` (was ready, is not now)."""
+    """`ok`, `sleeping` (--idle-sleep: ready, but its next request waits for it to wake),
+    `loading` (never ready yet) or `down` (was ready, is not now)."""
+    if state.activity.state != AWAKE:
+        return "sleeping"
     if state.ready:
         return "ok"
     return "down" if state.ever_ready else "loading"
 
 
 def check_ready(state: BackendState, what: str) -> None:
-    """A 503 naming `what` while the backend loads or restarts: nothing to wait for."""
-    if not state.ready:
+    """A 503 naming `what` while the backend loads or restarts: nothing to wait for. A
+    sleeping backend passes: the request wakes it."""
+    if status(state) not in SERVING:
         condition = "still loading" if status(state) == "loading" else "restarting"
         raise BackendGone(f"{what} is {condition}; retry shortly.")
 
@@ -128,6 +99,7 @@ class Supervisor:
         metrics: Metrics,
         on_fatal: Callable[[str], None],
         on_change: Callable[[Supervisor], None] = lambda _: None,
+        activity: Activity | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings  # startup_timeout, max_restarts
@@ -147,25 +119,72 @@ class Supervisor:
         self.ready = False
         self.ever_ready = False
         self.restarts = 0
+        self.activity = activity or LocalActivity()
+        self.sleeps = self.wakes = 0
+        self.wake_seconds = 0.0
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._recent_output: deque[str] = deque(maxlen=20)
         self._probe_client = Client(self.url, backend.headers, PROBE_SECONDS, connections=2)
+        self._parked: asyncio.Event | None = None  # stopped to sleep: set to start it again
+        self._ready = asyncio.Event()
+        self.sleeper = Sleeper(self, on_fatal) if settings.idle_sleep else None
+        self._sleeping: asyncio.Task[None] | None = None
         metrics.model_ready.labels(backend.role).set(0)  # listed from the start, as 0
-        metrics.backend_restarts.labels(backend.role)
+        for counter in (metrics.backend_restarts, metrics.backend_sleeps, metrics.backend_wakes):
+            counter.labels(backend.role)
+        metrics.backend_wake_seconds.labels(backend.role)
+        metrics.backend_sleeping.labels(backend.role).set(0)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"{self.backend.role}-supervisor")
+        if self.sleeper is not None:
+            self._sleeping = asyncio.create_task(self.sleeper.run(), name="sleeper")
 
     async def stop(self) -> None:
         """Stop watching and stop vLLM's whole process group (SIGTERM, then SIGKILL)."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._sleeping, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self.sleeper is not None:
+            await self.sleeper.aclose()
         await self._probe_client.aclose()
+
+    async def unload(self) -> None:
+        """Stop the launched vLLM to sleep; its process loop waits for `reload`."""
+        self._parked = asyncio.Event()
+        self._ready.clear()
+        if self._proc is not None:
+            await self._terminate(self._proc)
+
+    async def serving(self) -> None:
+        """Until vLLM is ready (again, after `unload`)."""
+        await self._ready.wait()
+
+    async def reload(self) -> None:
+        """Start the vLLM `unload` stopped, and wait until it is ready."""
+        if self._parked is not None:
+            self._parked.set()
+        await self.serving()
+
+    def count_sleep(self) -> None:
+        self.sleeps += 1
+        self.metrics.backend_sleeps.labels(self.backend.role).inc()
+        self.metrics.backend_sleeping.labels(self.backend.role).set(1)
+        self.on_change(self)
+
+    def count_wake(self, seconds: float) -> None:
+        self.wakes += 1
+        self.wake_seconds += seconds
+        role = self.backend.role
+        self.metrics.backend_wakes.labels(role).inc()
+        self.metrics.backend_wake_seconds.labels(role).inc(seconds)
+        self.metrics.backend_sleeping.labels(role).set(0)
+        self.on_change(self)
 
     async def _run(self) -> None:
         try:
@@ -189,6 +208,8 @@ class Supervisor:
         if ready != self.ready:
             self.ready = ready
             self.ever_ready = self.ever_ready or ready
+            if ready:
+                self._ready.set()
             self.metrics.model_ready.labels(self.backend.role).set(1 if ready else 0)
             self.on_change(self)
 
@@ -247,6 +268,10 @@ class Supervisor:
             was_ready, code = await self._watch(proc)
             self._set_ready(False)
             await self._terminate(proc)
+            if self._parked is not None:  # stopped to sleep (`unload`): started on waking
+                await self._parked.wait()
+                self._parked = None
+                continue
             reason = f"{self.name} exited with code {code}"
             last = self._last_output_line()
             if not was_ready:
@@ -317,7 +342,7 @@ class Supervisor:
                 if ready and not was_ready:
                     was_ready = True
                     logger.info("%s ready (pid %d, %s)", self.name, proc.pid, self.url)
-                elif was_ready and ready != self.ready:
+                elif was_ready and ready != self.ready and self._parked is None:
                     logger.warning("%s %s", self.name, "healthy again" if ready else "unhealthy")
                 self._set_ready(ready)
                 if not was_ready and time.monotonic() > deadline:
@@ -336,19 +361,19 @@ class Supervisor:
     async def _terminate(self, proc: asyncio.subprocess.Process) -> None:
         """Stop the process group led by `proc`: SIGTERM, then SIGKILL after STOP_GRACE."""
         pgid = proc.pid  # start_new_session made it the group leader
-        if not _group_alive(pgid):
+        if not group_alive(pgid):
             await proc.wait()
             return
         logger.info("Stopping %s (process group %d)", self.name, pgid)
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while time.monotonic() < deadline:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(proc.wait(), 0.1)
-            if proc.returncode is not None and not _group_alive(pgid):
+            if proc.returncode is not None and not group_alive(pgid):
                 return
         logger.warning(
             "%s did not exit within %.0f s of SIGTERM; killing it", self.name, STOP_GRACE
         )
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         await proc.wait()

@@ -18,8 +18,10 @@ from ..capacity.admission import Slots, limit_of
 from ..errors import APIError, unavailable
 from ..metrics import Metrics
 from ..settings import Settings
+from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
+from .roles import ASR
 from .supervisor import BackendState, check_ready
 
 CHAT_PATH = "/v1/chat/completions"
@@ -66,6 +68,7 @@ class Upstream:
         self.served_name = settings.served_name
         self.timeout = settings.request_timeout
         self.backend_wait = settings.backend_wait
+        self.wake_timeout = settings.wake_timeout
         self.admission = admission
         self.metrics = metrics
         # One kept-alive connection per admission slot: no request waits for a connection,
@@ -140,9 +143,17 @@ class Upstream:
         raise gone
 
     async def _send(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
-        """Send one request in an admission slot; a streamed answer keeps its slot until closed."""
+        """Send one request in an admission slot, once the backend is awake (--idle-sleep); a
+        streamed answer keeps its slot, and the backend awake, until closed."""
         self.check_ready()
-        await self.admission.acquire()
+        activity = self.supervisor.activity
+        activity.enter()
+        try:
+            await self.wake()
+            await self.admission.acquire()
+        except BaseException:
+            activity.leave()
+            raise
         try:
             self.check_ready()  # again: things may have changed while it waited in line
             payload = body() if callable(body) else body
@@ -150,11 +161,22 @@ class Upstream:
                 payload = {**payload, "stream": True}
             response = await self._request(payload, request_id, stream)
         except BaseException:
-            self.admission.release()
+            self._done()
             raise
         if not stream:
-            self.admission.release()
+            self._done()
         return response
+
+    async def wake(self) -> None:
+        """After `activity.enter()`: the wait for a sleeping backend to wake, counted."""
+        waited = await awake(self.supervisor.activity, self.wake_timeout, "The speech model")
+        if waited:
+            self.metrics.wake_waits.labels(ASR).observe(waited)
+
+    def _done(self) -> None:
+        """A request's end: its slot freed, its use of the backend over."""
+        self.admission.release()
+        self.supervisor.activity.leave()
 
     async def _request(
         self, body: dict[str, Any], request_id: str, stream: bool
@@ -195,7 +217,7 @@ class Upstream:
     async def chat_stream(self, body: Body, request_id: str) -> EventStream:
         """Open a streaming chat completion; an error answer (a status >= 400) raises here."""
         response = await self._send(body, request_id, stream=True)
-        return EventStream(response, self.admission.release)
+        return EventStream(response, self._done)
 
 
 class EventStream:

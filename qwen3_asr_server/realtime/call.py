@@ -230,8 +230,8 @@ class Call:
 
 
 def start(state: AppState, call: Call) -> None:
-    """Serve `call` past the POST that made it; the seat it holds is given back when it
-    ends, and the drain waits for it as for a WebSocket session."""
+    """Serve `call` past the POST that made it; the seat it holds and its use of the engine
+    are given back when it ends, and the drain waits for it as for a WebSocket session."""
     state.drain.enter()
     task = asyncio.create_task(_run(state, call))
     state.calls.add(task)
@@ -244,6 +244,7 @@ async def _run(state: AppState, call: Call) -> None:
     except Exception:
         logger.exception("WebRTC call %s failed", call.id)
     finally:
+        state.supervisor.activity.leave()
         state.seats.leave()
         state.drain.leave()
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..backend import vllm_realtime
+from ..backend.activity import awake
 from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..protocol.realtime import SessionConfig
@@ -103,7 +104,8 @@ class Relays:
         settings = self.state.settings
         if settings.vllm_realtime:
             base_url = self.state.supervisor.url
-            try:
+            try:  # its engine woken first: this session keeps it awake from then on
+                await awake(self.state.supervisor.activity, settings.wake_timeout, "vLLM")
                 self._offered = await vllm_realtime.offered(base_url, settings.backend_headers)
             except APIError:
                 logger.warning("vLLM's realtime endpoint did not answer; using the chat path")

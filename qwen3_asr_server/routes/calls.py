@@ -33,11 +33,13 @@ async def create_call(request: Request, state: State) -> Response:
     offer = protocol.offer(sdp, session, state.policy, granted(request, state))
     state.upstream.check_ready()
     state.seats.take()
+    state.supervisor.activity.enter()  # an open call wakes the engine, and keeps it awake
     try:
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
         made = call.Call(state, request.state.request_id, offer.config)
         answer = await made.answer(offer.sdp)
     except BaseException:
+        state.supervisor.activity.leave()
         state.seats.leave()
         raise
     call.start(state, made)

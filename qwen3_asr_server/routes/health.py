@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from ..backend.supervisor import BackendState, status
+from ..backend.supervisor import SERVING, BackendState, status
 from ..errors import RETRY_AFTER_SECONDS
 from ..state import State
 
@@ -28,18 +28,19 @@ def _backend(supervisor: BackendState) -> dict[str, Any]:
 async def health(state: State) -> Response:
     """The ASR backend's state at the top level (as before there was an aligner); with an
     aligner its own under `aligner`. 200 only when every backend is ready: a server started
-    for word timestamps is not ready without them."""
+    for word timestamps is not ready without them. A sleeping backend (--idle-sleep) is
+    ready: its next request waits for it to wake, and is served."""
     supervisors: list[BackendState] = [state.supervisor]
     body: dict[str, Any] = {"model": state.catalog.served, **_backend(state.supervisor)}
     if state.aligner is not None:
         supervisors.append(state.aligner.supervisor)
         body["aligner"] = _backend(state.aligner.supervisor)
-    unready = [each for each in supervisors if not each.ready]
+    unready = [each for each in supervisors if status(each) not in SERVING]
     if state.drain.draining:
         body["status"] = "stopping"
     elif unready:
         body["status"] = status(unready[0])
-    if body["status"] == "ok":
+    if body["status"] in SERVING:
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 

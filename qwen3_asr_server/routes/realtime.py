@@ -37,10 +37,12 @@ async def realtime(websocket: WebSocket) -> None:
     except APIError as exc:
         await send_error(exc, websocket.scope, websocket.receive, websocket.send)
         return
+    state.supervisor.activity.enter()  # an open session wakes the engine, and keeps it awake
     try:
         await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
         beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
         await Connection(state, websocket, beta or BETA_PROTOCOL in offered, config).serve()
     finally:
+        state.supervisor.activity.leave()
         state.seats.leave()

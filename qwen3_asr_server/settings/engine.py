@@ -88,6 +88,27 @@ class EngineSettings(BaseModel):
         description="Consecutive failed vLLM restarts before the server gives up.",
         json_schema_extra={"metavar": "N"},
     )
+    idle_sleep: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds with no request, Realtime session or Wyoming command after which "
+        "vLLM sleeps (its GPU memory freed); the next request wakes it.",
+        json_schema_extra={"metavar": "SECONDS", "default_text": "never"},
+    )
+    idle_sleep_level: int = Field(
+        1,
+        ge=1,
+        le=2,
+        description="vLLM's sleep level: 1 keeps the weights in CPU memory, 2 drops them "
+        "(reloaded from disk on waking).",
+        json_schema_extra={"metavar": "{1,2}"},
+    )
+    wake_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds a request waits for a sleeping vLLM to wake before its 503.",
+        json_schema_extra={"metavar": "SECONDS"},
+    )
 
     @property
     def served_name(self) -> str:

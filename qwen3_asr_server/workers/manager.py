@@ -26,12 +26,14 @@ from pathlib import Path
 from prometheus_client import multiprocess
 
 from ..backend import roles
-from ..backend.supervisor import Supervisor, die_with_parent
+from ..backend.process_group import die_with_parent
+from ..backend.supervisor import Supervisor
 from ..metrics import Metrics
 from ..serving import budget
 from ..serving import server as serving
 from ..settings import Settings
 from ..wyoming import discovery
+from .activity import SharedActivity
 from .table import Table
 
 logger = logging.getLogger(__name__)
@@ -125,7 +127,14 @@ class Manager:
         # series from the table (`workers.view.BackendCollector`).
         metrics = Metrics()
         supervisors = [
-            Supervisor(backend, self.settings, metrics, self._on_fatal, self.table.publish)
+            Supervisor(
+                backend,
+                self.settings,
+                metrics,
+                self._on_fatal,
+                self.table.publish,
+                SharedActivity(self.table, backend.role, None),
+            )
             for backend in roles.every(self.settings, self.vllm_args)
         ]
         for supervisor in supervisors:

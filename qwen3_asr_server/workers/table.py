@@ -26,7 +26,7 @@ from ..backend.supervisor import BackendState
 
 MAX_WORKERS = 64
 FILE_NAME = "table"
-_ROLES = (ASR, ALIGNER)
+ROLES = (ASR, ALIGNER)
 _INFO_BYTES = 4096  # the backend's URL, launcher, device and model id, as JSON
 
 
@@ -37,6 +37,10 @@ class _Backend(ctypes.Structure):
         ("ever_ready", ctypes.c_uint8),
         ("restarts", ctypes.c_uint32),
         ("info", ctypes.c_char * _INFO_BYTES),
+        ("state", ctypes.c_uint8),  # backend.activity's AWAKE, DOZING, ASLEEP or WAKING
+        ("sleeps", ctypes.c_uint32),  # --idle-sleep: times it was put to sleep
+        ("wakes", ctypes.c_uint32),  # and woken
+        ("wake_ns", ctypes.c_uint64),  # the wakes' time together
     ]
 
 
@@ -51,13 +55,15 @@ class _Worker(ctypes.Structure):
         ("audio", ctypes.c_int64),  # samples of decoded audio its requests reserved
         ("audio_head", ctypes.c_int64),  # when its first request waiting for audio began (ns)
         ("wyoming", ctypes.c_int32),  # Wyoming connections it has open
+        ("using", ctypes.c_int32 * len(ROLES)),  # uses of each backend (backend.activity)
+        ("used", ctypes.c_int64 * len(ROLES)),  # when its last use of each ended (ns)
     ]
 
 
 class _Layout(ctypes.Structure):
     _fields_ = [
         ("started", ctypes.c_double),  # when the main process made the table (Unix time)
-        ("backends", _Backend * len(_ROLES)),
+        ("backends", _Backend * len(ROLES)),
         ("workers", _Worker * MAX_WORKERS),
     ]
 
@@ -96,7 +102,7 @@ class Table:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def backend(self, role: str) -> _Backend:
-        record: _Backend = self._layout.backends[_ROLES.index(role)]
+        record: _Backend = self._layout.backends[ROLES.index(role)]
         return record
 
     def worker(self, index: int) -> _Worker:
@@ -154,6 +160,8 @@ class Table:
             record.ready = state.ready
             record.ever_ready = state.ever_ready
             record.restarts = state.restarts
+            record.sleeps, record.wakes = state.sleeps, state.wakes
+            record.wake_ns = int(state.wake_seconds * 1e9)
             record.info = info
             record.version += 1
 
@@ -170,3 +178,5 @@ class Table:
             entry = self.worker(index)
             entry.pid = entry.taken = entry.waiting = entry.head = entry.sessions = 0
             entry.audio = entry.audio_head = entry.wyoming = 0
+            for role in range(len(ROLES)):
+                entry.using[role] = 0

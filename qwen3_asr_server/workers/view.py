@@ -12,8 +12,19 @@ from typing import Any
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ..backend.activity import Activity
 from ..backend.roles import Backend
-from ..metrics import BACKEND_INFO, BACKEND_RESTARTS, MODEL_READY, WORKER_RESTARTS
+from ..metrics import (
+    BACKEND_INFO,
+    BACKEND_RESTARTS,
+    BACKEND_SLEEPING,
+    BACKEND_SLEEPS,
+    BACKEND_WAKE_SECONDS,
+    BACKEND_WAKES,
+    MODEL_READY,
+    WORKER_RESTARTS,
+)
+from .activity import SharedActivity
 from .table import Table
 
 
@@ -21,10 +32,11 @@ class BackendView:
     """A `BackendState` read from the table; the info strings are parsed again only when
     their version moves, so a request costs two reads of shared memory."""
 
-    def __init__(self, table: Table, backend: Backend) -> None:
+    def __init__(self, table: Table, backend: Backend, index: int) -> None:
         self.backend = backend
         self._table = table
         self._record = table.backend(backend.role)
+        self.activity: Activity = SharedActivity(table, backend.role, index)
         self._version = -1
         self._info: dict[str, Any] = {}
 
@@ -39,6 +51,18 @@ class BackendView:
     @property
     def restarts(self) -> int:
         return int(self._record.restarts)
+
+    @property
+    def sleeps(self) -> int:
+        return int(self._record.sleeps)
+
+    @property
+    def wakes(self) -> int:
+        return int(self._record.wakes)
+
+    @property
+    def wake_seconds(self) -> float:
+        return int(self._record.wake_ns) / 1e9
 
     @property
     def url(self) -> str:
@@ -65,7 +89,8 @@ class BackendView:
 
 class BackendCollector(Collector):
     """The backend series of `/metrics` (`qwen3_asr_model_ready`, `_backend_info`,
-    `_backend_restarts`), from the views: the main process's figures, counted once."""
+    `_backend_restarts`, the sleeps'), from the views: the main process's figures, counted
+    once."""
 
     def __init__(self, views: Iterable[BackendView]) -> None:
         self.views = list(views)
@@ -74,12 +99,20 @@ class BackendCollector(Collector):
         ready = GaugeMetricFamily(*MODEL_READY, labels=["backend"])
         info = GaugeMetricFamily(*BACKEND_INFO, labels=["backend", "device", "model_id"])
         restarts = CounterMetricFamily(*BACKEND_RESTARTS, labels=["backend"])
+        sleeping = GaugeMetricFamily(*BACKEND_SLEEPING, labels=["backend"])
+        sleeps = CounterMetricFamily(*BACKEND_SLEEPS, labels=["backend"])
+        wakes = CounterMetricFamily(*BACKEND_WAKES, labels=["backend"])
+        waking = CounterMetricFamily(*BACKEND_WAKE_SECONDS, labels=["backend"])
         for view in self.views:
             role = view.backend.role
             ready.add_metric([role], 1 if view.ready else 0)
             info.add_metric([role, view.device, view.backend.model], 1)
             restarts.add_metric([role], view.restarts)
-        yield from (ready, info, restarts)
+            sleeping.add_metric([role], 1 if view.sleeps > view.wakes else 0)
+            sleeps.add_metric([role], view.sleeps)
+            wakes.add_metric([role], view.wakes)
+            waking.add_metric([role], view.wake_seconds)
+        yield from (ready, info, restarts, sleeping, sleeps, wakes, waking)
 
 
 class WorkerCollector(Collector):

@@ -39,7 +39,7 @@ def backends(
     settings: Settings, vllm_args: Sequence[str], table: Table, index: int, directory: Path
 ) -> Backends:
     """Worker `index`'s backends: the main process's, read from `table`."""
-    views = [BackendView(table, backend) for backend in roles.every(settings, vllm_args)]
+    views = [BackendView(table, each, index) for each in roles.every(settings, vllm_args)]
     exposed = CollectorRegistry()
     MultiProcessCollector(exposed, path=str(directory))  # type: ignore[no-untyped-call]
     exposed.register(BackendCollector(views))

@@ -167,6 +167,7 @@ class Handler(AsyncEventHandler):
             max_seconds=settings.wyoming_max_audio_seconds,
         )
         self.state.drain.enter()
+        self.state.supervisor.activity.enter()  # the engine wakes while the audio comes
         self.command = command
         self.request_id = secrets.token_hex(16)
         self.started = time.monotonic()
@@ -176,6 +177,7 @@ class Handler(AsyncEventHandler):
         if self.command is None:
             return
         self.command = None
+        self.state.supervisor.activity.leave()
         self.state.drain.leave()
         if outcome == "replaced":
             return

@@ -37,7 +37,7 @@ async def client(url: str, wait: bool = True) -> AsyncIterator[Aligner]:
     assert backend is not None
     supervisor = Supervisor(backend, settings, Metrics(), on_fatal=print)
     supervisor.start()
-    aligner = Aligner(supervisor, SEGMENT_TIME, timeout=10)
+    aligner = Aligner(supervisor, SEGMENT_TIME, 10, 10, Metrics())
     try:
         if wait:
             await ready(supervisor)

@@ -255,20 +255,20 @@ def test_busy_port_is_one_line_and_launches_nothing(tmp_path: Path, run_server) 
 # init (a child subreaper), and, like the server, never reaps them.
 _ZOMBIE_GROUP = """
 import ctypes, os, subprocess, sys, time
-from qwen3_asr_server.backend.supervisor import _group_alive
+from qwen3_asr_server.backend.process_group import group_alive
 ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
 orphan = "import time; time.sleep(0.5)"
 spawn = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {orphan!r}])"
 leader = subprocess.Popen([sys.executable, "-c", spawn], start_new_session=True)
 leader.wait()  # the group's leader is gone; its child runs on as this process's orphan
-running = _group_alive(leader.pid)
+running = group_alive(leader.pid)
 time.sleep(1.5)  # the orphan has exited, and nobody reaped it
 states = [
     open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[:3]
     for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/stat")
 ]
 zombies = [s for s in states if s[0] == "Z" and int(s[2]) == leader.pid]
-print(running, len(zombies), _group_alive(leader.pid))
+print(running, len(zombies), group_alive(leader.pid))
 """
 
 

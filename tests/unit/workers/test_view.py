@@ -27,13 +27,16 @@ class Known:
     flavour: str = "vllm"
     device: str = "cuda"
     upstream_model: str | None = None
+    sleeps: int = 0
+    wakes: int = 0
+    wake_seconds: float = 0.0
 
 
 def test_a_view_reads_what_was_published_last(tmp_path: Path) -> None:
     main = Table.create(tmp_path, workers=2)
     asr = Known(Backend(role=ASR, model="Qwen/Qwen3-ASR-1.7B", url=None, command=None))
     main.publish(asr)
-    view = BackendView(Table(tmp_path / FILE_NAME, workers=2), asr.backend)
+    view = BackendView(Table(tmp_path / FILE_NAME, workers=2), asr.backend, 0)
     assert (status(view), view.url, view.flavour, view.upstream_model) == (
         "loading",
         "http://127.0.0.1:1234",
@@ -62,7 +65,7 @@ def test_the_backend_series_come_from_the_views(tmp_path: Path) -> None:
     main.publish(aligner)
     registry = CollectorRegistry()
     registry.register(
-        BackendCollector([BackendView(main, asr.backend), BackendView(main, aligner.backend)])
+        BackendCollector([BackendView(main, asr.backend, 0), BackendView(main, aligner.backend, 0)])
     )
     text = generate_latest(registry).decode()
     assert 'qwen3_asr_model_ready{backend="asr"} 1.0' in text
