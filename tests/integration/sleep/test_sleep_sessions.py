@@ -23,10 +23,10 @@ from tests.fixtures.wyoming import answer, start_wyoming, tone
 from tests.integration.realtime.test_realtime import TRANSCRIPTION, completed, of, session
 from tests.integration.realtime.test_realtime import stream as stream_audio
 from tests.integration.realtime.test_realtime import until as events_until
-from tests.integration.test_workers import served_by, two_workers
+from tests.integration.test_workers import ACCESS, two_workers
 
 SPEECH = speech_wav(1.0)
-ASLEEP_AT_ONCE = 6  # requests sent while the engine wakes (FAKE_VLLM_WAKE_SECONDS=2)
+ASLEEP_AT_ONCE = 8  # requests sent while the engine wakes (FAKE_VLLM_WAKE_SECONDS=2)
 
 
 @pytest.fixture
@@ -90,13 +90,18 @@ def transcribe(server: ServerProcess) -> httpx.Response:
 
 
 def while_it_wakes(server: ServerProcess) -> list[httpx.Response]:
-    """ASLEEP_AT_ONCE transcriptions, 0.1 s apart, all sent before a 2 s wake ends."""
+    """ASLEEP_AT_ONCE transcriptions, 0.15 s apart, all sent before a 2 s wake ends."""
     with ThreadPoolExecutor(ASLEEP_AT_ONCE) as pool:
         pending = []
         for _ in range(ASLEEP_AT_ONCE):
             pending.append(pool.submit(transcribe, server))
-            time.sleep(0.1)
+            time.sleep(0.15)
         return [each.result() for each in pending]
+
+
+def served_by(server: ServerProcess, since: int) -> set[int]:
+    """The workers that answered transcriptions after the log's first `since` characters."""
+    return {int(match.group(1)) for match in ACCESS.finditer(server.output()[since:])}
 
 
 def test_with_two_workers_the_engine_sleeps_once_and_wakes_once_for_all(
@@ -108,12 +113,14 @@ def test_with_two_workers_the_engine_sleeps_once_and_wakes_once_for_all(
     until(lambda: health(server) == "sleeping", "/health said sleeping")
     assert {health(server) for _ in range(6)} == {"sleeping"}  # whichever worker answers
     assert sleep_log(tmp_path) == ["sleep 1"]
-    cycles = 0
-    while len(served_by(server)) < 2:  # until requests of both workers waited for one wake
+    cycles, both = 0, False
+    while not both:  # until requests of both workers waited for one wake together
         cycles += 1
         assert cycles <= 4, "one worker took every connection"
         until(lambda: health(server) == "sleeping", "/health said sleeping again")
+        logged = len(server.output())
         replies = while_it_wakes(server)
+        both = len(served_by(server, logged)) == 2
         assert [reply.status_code for reply in replies] == [200] * ASLEEP_AT_ONCE
         assert [reply.json()["text"] for reply in replies] == ["Hello world."] * ASLEEP_AT_ONCE
         assert sleep_log(tmp_path).count("wake_up") == cycles  # one wake for them all
