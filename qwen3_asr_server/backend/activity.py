@@ -30,7 +30,7 @@ class Activity(Protocol):
     def idle(self) -> float | None: ...  # seconds since the last use ended; None while one runs
     def doze(self, after: float) -> bool: ...  # AWAKE to DOZING, idle `after` s and unused
     def wanted(self) -> bool: ...  # a use runs or waits
-    def settle(self, state: int) -> None: ...  # the sleeper's next state
+    def settle(self, state: int) -> None: ...  # the sleeper's next state; AWAKE: idle anew
 
 
 class LocalActivity:
@@ -62,7 +62,12 @@ class LocalActivity:
         return self._using > 0
 
     def settle(self, state: int) -> None:
+        """The sleeper's next state. Awake, the backend is idle from now rather than since its
+        last use: a request that gave up on a slow wake (--wake-timeout) left before the
+        wake ended, and its retry would otherwise find the backend put back to sleep."""
         self.state = state
+        if state == AWAKE:
+            self._used = time.monotonic()
 
 
 async def awake(activity: Activity, patience: float, what: str) -> float:

@@ -66,5 +66,8 @@ class SharedActivity:
         return self.idle() is None
 
     def settle(self, state: int) -> None:
+        """As `LocalActivity.settle`: awake, idle from now."""
         with self.table.locked():
             self._record.state = state
+            if state == AWAKE:
+                self._since = time.monotonic_ns()

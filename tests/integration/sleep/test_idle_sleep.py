@@ -3,60 +3,12 @@ nobody uses it, and the next request wakes it and is answered."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.fixtures import metrics
-from tests.fixtures.process import ServerProcess, install_launcher
-from tests.fixtures.speech import speech_wav
-
-SPEECH = speech_wav(1.0)
-
-
-@pytest.fixture
-def run_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
-    started: list[ServerProcess] = []
-
-    def run(*flags: str, **env: str) -> ServerProcess:
-        install_launcher(tmp_path / "bin", "vllm")
-        environment = {"FAKE_VLLM_SLEEP_LOG": str(tmp_path / "sleep.log"), **env}
-        server = ServerProcess(tmp_path, ["--model", "tiny", *flags], environment)
-        started.append(server)
-        return server
-
-    yield run
-    for server in started:
-        server.stop()
-
-
-def sleep_log(tmp_path: Path) -> list[str]:
-    path = tmp_path / "sleep.log"
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def transcribe(server: ServerProcess) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/v1/audio/transcriptions",
-        files={"file": ("a.wav", SPEECH)},
-        data={"model": "tiny"},
-        timeout=60,
-    )
-
-
-def _until(server: ServerProcess, status: str, seconds: float) -> dict:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        answer = httpx.get(f"{server.url}/health", timeout=5)
-        if answer.json().get("status") == status:
-            assert answer.status_code == 200
-            return dict(answer.json())
-        time.sleep(0.05)
-    raise AssertionError(f"/health never said {status}: {server.output()[-3000:]}")
+from tests.integration.sleep.conftest import sleep_log, transcribe, until
 
 
 def test_an_idle_engine_sleeps_and_the_next_request_wakes_it(run_server, tmp_path: Path) -> None:
@@ -64,7 +16,7 @@ def test_an_idle_engine_sleeps_and_the_next_request_wakes_it(run_server, tmp_pat
     server.wait_for_health(200)
     [start] = server.starts()
     assert "--enable-sleep-mode" in start["argv"]
-    health = _until(server, "sleeping", 10)
+    health = until(server, "sleeping")
     assert health["restarts"] == 0
     assert sleep_log(tmp_path) == ["sleep 1"]
     answer = transcribe(server)

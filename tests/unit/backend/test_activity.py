@@ -4,6 +4,7 @@ in one process and across workers, and a request waits for the wake within its p
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,30 @@ def test_doze_waits_for_the_idle_time_after_the_last_use(tmp_path: Path) -> None
     assert idle < 60
     assert not main.doze(60)
     assert main.state == AWAKE
+
+
+def test_a_woken_backend_is_idle_from_its_wake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not from the use before it: the request that asked for a slow wake may have given up
+    (--wake-timeout) long before the wake ended, and its retry must find the backend awake."""
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic_ns", lambda: int(now[0] * 1e9))
+    local = LocalActivity()
+    main, first, _ = shared(tmp_path)
+    for sleeper, user in ((local, local), (main, first)):
+        user.enter()
+        user.leave()
+        now[0] += 60
+        assert sleeper.doze(30)
+        sleeper.settle(ASLEEP)
+        sleeper.settle(WAKING)  # for a request that gave up meanwhile
+        now[0] += 60
+        sleeper.settle(AWAKE)
+        assert not sleeper.doze(30)
+        now[0] += 30
+        assert sleeper.doze(30)
 
 
 def test_the_backends_are_apart(tmp_path: Path) -> None:
