@@ -34,6 +34,8 @@ def _backend_counts(engine: Engine) -> dict[str, float]:
     for name in ("restarts", "sleeps", "wakes"):
         series = f"qwen3_asr_backend_{name}_total"
         counted[name] = metrics.by_label(page, series, "backend")["asr"]
+    waits = metrics.by_label(page, "qwen3_asr_wake_wait_seconds_count", "backend")
+    counted["waited"] = waits.get("asr", 0.0)
     return counted
 
 
@@ -42,9 +44,9 @@ def _until_asleep(engine: Engine, timeout: float) -> dict:
     /health answer then."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with engine.http(key=None) as http:
-            health = http.get("/health")
-        if _backend_counts(engine)["sleeps"] >= 1:
+        if _backend_counts(engine)["sleeps"] >= 1:  # and nothing wakes it meanwhile
+            with engine.http(key=None) as http:
+                health = http.get("/health")
             return {"code": health.status_code, **health.json()}
         time.sleep(0.5)
     raise AssertionError(f"vLLM never slept:\n{engine.server.output()[-5000:]}")
@@ -79,6 +81,7 @@ def test_the_next_request_starts_vllm_again_and_is_answered(sleepy: Engine) -> N
     counts = _backend_counts(sleepy)
     assert counts["restarts"] == 0  # a wake, not a crash's restart
     assert counts["wakes"] == 1
+    assert counts["waited"] == 1  # this request, which waited for the wake
     log = sleepy.server.output()
     woke = re.findall(r"vLLM woke in (\d+\.\d+) s", log)
     assert len(woke) == 1, log[-5000:]
