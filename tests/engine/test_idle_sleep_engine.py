@@ -53,7 +53,7 @@ def _until_asleep(engine: Engine, timeout: float) -> dict:
 
 
 def test_an_idle_cpu_engine_is_stopped_and_health_says_sleeping(sleepy: Engine) -> None:
-    health = _until_asleep(sleepy, 60)
+    health = _until_asleep(sleepy, 120)
     assert health == {
         "code": 200,
         "status": "sleeping",
