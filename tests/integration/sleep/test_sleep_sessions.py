@@ -6,49 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import pytest
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event
 
 from tests.fixtures import metrics
 from tests.fixtures.process import ServerProcess, install_launcher
-from tests.fixtures.speech import speech_wav, spoken_pcm
+from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.wyoming import answer, start_wyoming, tone
 from tests.integration.realtime.test_realtime import TRANSCRIPTION, completed, of, session
 from tests.integration.realtime.test_realtime import stream as stream_audio
 from tests.integration.realtime.test_realtime import until as events_until
+from tests.integration.sleep.conftest import sleep_log, transcribe
 from tests.integration.test_workers import ACCESS, two_workers
 
-SPEECH = speech_wav(1.0)
 ASLEEP_AT_ONCE = 8  # requests sent while the engine wakes (FAKE_VLLM_WAKE_SECONDS=2)
-
-
-@pytest.fixture
-def run_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
-    """`server.py --model tiny FLAGS` before the stand-in vLLM, its sleep log in tmp_path."""
-    started: list[ServerProcess] = []
-
-    def run(*flags: str, **env: str) -> ServerProcess:
-        install_launcher(tmp_path / "bin", "vllm")
-        environment = {"FAKE_VLLM_SLEEP_LOG": str(tmp_path / "sleep.log"), **env}
-        server = ServerProcess(tmp_path, ["--model", "tiny", *flags], environment)
-        started.append(server)
-        return server
-
-    yield run
-    for server in started:
-        server.stop()
-
-
-def sleep_log(tmp_path: Path) -> list[str]:
-    path = tmp_path / "sleep.log"
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def until(condition: Callable[[], bool], what: str, seconds: float = 20) -> None:
@@ -80,13 +57,6 @@ def counted(server: ServerProcess) -> dict[str, float]:
         name: metrics.by_label(page, f"qwen3_asr_backend_{name}_total", "backend")["asr"]
         for name in ("sleeps", "wakes")
     }
-
-
-def transcribe(server: ServerProcess) -> httpx.Response:
-    """One transcription, on a connection of its own (any worker may take it)."""
-    files = {"file": ("a.wav", SPEECH)}
-    url = f"{server.url}/v1/audio/transcriptions"
-    return httpx.post(url, files=files, data={"model": "tiny"}, timeout=60)
 
 
 def while_it_wakes(server: ServerProcess) -> list[httpx.Response]:
