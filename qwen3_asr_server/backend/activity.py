@@ -15,6 +15,8 @@ import asyncio
 import time
 from typing import Protocol
 
+from prometheus_client import Histogram
+
 from .failures import BackendGone
 
 AWAKE, DOZING, ASLEEP, WAKING = 0, 1, 2, 3
@@ -70,11 +72,14 @@ class LocalActivity:
             self._used = time.monotonic()
 
 
-async def awake(activity: Activity, patience: float, what: str) -> float:
-    """After `activity.enter()`: wait until the backend is awake; the seconds waited. A wake
-    that takes longer than `patience` is a 503 with `Retry-After` naming `what`."""
+async def awake(
+    activity: Activity, patience: float, what: str, waits: Histogram | None = None
+) -> None:
+    """After `activity.enter()`: wait until the backend is awake; the wait, if there was one,
+    observed in `waits` (a request's: part of its latency). A wake that takes longer than
+    `patience` is a 503 with `Retry-After` naming `what`."""
     if activity.state == AWAKE:
-        return 0.0
+        return
     began = time.monotonic()
     while activity.state != AWAKE:
         if time.monotonic() - began > patience:
@@ -83,4 +88,5 @@ async def awake(activity: Activity, patience: float, what: str) -> float:
                 "retry shortly."
             )
         await asyncio.sleep(POLL)
-    return time.monotonic() - began
+    if waits is not None:
+        waits.observe(time.monotonic() - began)

@@ -87,9 +87,9 @@ class Aligner:
         activity = self.supervisor.activity
         activity.enter()
         try:
-            waited = await awake(activity, self.wake_timeout, BACKEND)
-            if waited:
-                self.metrics.wake_waits.labels(ALIGNER).observe(waited)
+            await awake(
+                activity, self.wake_timeout, BACKEND, self.metrics.wake_waits.labels(ALIGNER)
+            )
             with reaching(BACKEND, self.timeout):
                 async with await self._client.post(POOLING_PATH, body) as response:
                     return response.status, response.headers, await response.read()

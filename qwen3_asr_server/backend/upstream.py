@@ -149,7 +149,8 @@ class Upstream:
         activity = self.supervisor.activity
         activity.enter()
         try:
-            await self.wake()
+            waits = self.metrics.wake_waits.labels(ASR)
+            await awake(activity, self.wake_timeout, "The speech model", waits)
             await self.admission.acquire()
         except BaseException:
             activity.leave()
@@ -166,12 +167,6 @@ class Upstream:
         if not stream:
             self._done()
         return response
-
-    async def wake(self) -> None:
-        """After `activity.enter()`: the wait for a sleeping backend to wake, counted."""
-        waited = await awake(self.supervisor.activity, self.wake_timeout, "The speech model")
-        if waited:
-            self.metrics.wake_waits.labels(ASR).observe(waited)
 
     def _done(self) -> None:
         """A request's end: its slot freed, its use of the backend over."""

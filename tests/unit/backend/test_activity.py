@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Histogram
 
 from qwen3_asr_server.backend.activity import (
     ASLEEP,
@@ -108,14 +109,19 @@ async def test_a_request_waits_for_the_wake_then_goes_on() -> None:
     activity.enter()
     assert activity.doze(0) is False  # in use
     activity.settle(ASLEEP)
-    waiting = asyncio.create_task(awake(activity, 30, "The speech model"))
+    waits = Histogram("waits", "the wake waited for", registry=CollectorRegistry())
+    waiting = asyncio.create_task(awake(activity, 30, "The speech model", waits))
     await asyncio.sleep(0.1)
     assert not waiting.done()
     activity.settle(WAKING)
     await asyncio.sleep(0.1)
     assert not waiting.done()
     activity.settle(AWAKE)
-    assert await waiting > 0
+    await waiting
+    [family] = waits.collect()
+    counted = {sample.name: sample.value for sample in family.samples}
+    assert counted["waits_count"] == 1
+    assert counted["waits_sum"] > 0
 
 
 async def test_a_wake_past_patience_is_a_503_with_retry_after() -> None:
