@@ -2,12 +2,16 @@
 server when the operator allows it (`--batch-file-urls`). Against server-side request forgery
 only public addresses are reached: every address a host name resolves to is checked at
 connection time (so a name cannot resolve to a public address when checked and a private one
-when used), an address written in the URL likewise, and redirects are not followed."""
+when used), an address written in the URL likewise (`addresses.public`), and redirects are not
+followed. Whatever stops a download (a refusal, a name that does not resolve,
+a refused connection, a timeout, an answer other than 200) is one and the same answer to the
+client, so that it cannot map the server's network (which names resolve, which ports are
+open) by the difference; the log has the detail."""
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
+import logging
 import socket
 import tempfile
 from dataclasses import dataclass
@@ -20,19 +24,26 @@ from aiohttp.abc import AbstractResolver
 from aiohttp.resolver import DefaultResolver
 
 from ..errors import APIError, invalid
+from .addresses import public
+
+logger = logging.getLogger(__name__)
 
 CHUNK = 1 << 16
+NOT_FETCHED = (
+    "file_url could not be fetched: this server downloads only from a public address that "
+    "answers 200 in time, and follows no redirect."
+)
 
 
-def public(address: str) -> bool:
-    """An address anyone on the internet could reach: not loopback, private, link-local,
-    multicast, reserved nor the cloud metadata service's."""
-    return ipaddress.ip_address(address.split("%")[0]).is_global
+class Refused(aiohttp.ClientError):
+    """A name that resolves to an address that is not public."""
 
 
-def refused(where: str) -> APIError:
-    message = f"file_url points at {where}, which this server does not fetch from."
-    return invalid(message, "file_url", code="file_url_not_allowed")
+def not_fetched(host: str, detail: str) -> APIError:
+    """The one answer for a download that did not start; `detail` goes to the log only (with
+    the host, not the URL, whose query may hold a signature)."""
+    logger.info("file_url on %s not fetched: %s", host, detail)
+    return invalid(NOT_FETCHED, "file_url", code="file_url_not_allowed")
 
 
 class PublicResolver(AbstractResolver):
@@ -47,7 +58,7 @@ class PublicResolver(AbstractResolver):
         found = await self._resolver.resolve(host, port, family)
         for each in found:
             if not public(each["host"]):
-                raise refused(f"a non-public address ({each['host']})")
+                raise Refused(f"resolves to {each['host']}, which is not public")
         return found
 
     async def close(self) -> None:
@@ -70,10 +81,11 @@ async def download(url: str, downloads: Downloads) -> BinaryIO:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid("file_url must be an http:// or https:// URL.", "file_url")
     try:
-        if not public(parts.hostname):
-            raise refused(f"a non-public address ({parts.hostname})")
+        allowed = public(parts.hostname)
     except ValueError:
-        pass  # a name, not an address: the resolver checks what it resolves to
+        allowed = True  # a name, not an address: the resolver checks what it resolves to
+    if not allowed:
+        raise not_fetched(parts.hostname, "not a public address")
     connector = aiohttp.TCPConnector(resolver=PublicResolver(), use_dns_cache=False)
     await asyncio.to_thread(downloads.folder.mkdir, parents=True, exist_ok=True)
     target = tempfile.TemporaryFile(dir=downloads.folder)  # noqa: SIM115 (the caller's to close)
@@ -85,7 +97,7 @@ async def download(url: str, downloads: Downloads) -> BinaryIO:
             session.get(url, allow_redirects=False) as response,
         ):
             if response.status != 200:
-                raise invalid(f"file_url answered HTTP {response.status}.", "file_url")
+                raise not_fetched(parts.hostname, f"answered HTTP {response.status}")
             size = 0
             async for chunk in response.content.iter_chunked(CHUNK):
                 size += len(chunk)
@@ -95,8 +107,7 @@ async def download(url: str, downloads: Downloads) -> BinaryIO:
                 target.write(chunk)
     except (aiohttp.ClientError, TimeoutError) as exc:
         target.close()
-        reason = str(exc) or type(exc).__name__
-        raise invalid(f"file_url could not be fetched: {reason}", "file_url") from None
+        raise not_fetched(parts.hostname, str(exc) or type(exc).__name__) from None
     except BaseException:
         target.close()
         raise

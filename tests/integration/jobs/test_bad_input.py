@@ -105,7 +105,7 @@ async def test_a_file_url_is_transcribed_when_its_address_is_allowed(
             assert line["response"]["body"]["text"] == "Heard 1.00 s."
             missing = f"{server.url}/gone.wav"
             [line] = await _run_lines(harness, [{"file_url": missing}])
-            assert "HTTP 404" in line["response"]["body"]["error"]["message"]
+            assert line["response"]["body"]["error"]["message"] == fetch.NOT_FETCHED
     finally:
         server.stop()
 
