@@ -7,6 +7,10 @@ batch (`Store.end_batch`), and any server sends it later. Delivery is at least o
 is marked delivered only after a 2xx answer, and a server that dies mid-send leaves its claim
 to lapse, so that another sends it again under the same `webhook-id` (receivers deduplicate
 on it). Failures are retried with a doubling delay until 72 h after the event, as OpenAI does.
+
+Each event is sent by a task of its own, at most `SENDERS` at once, so that a receiver that
+hangs on one event's request holds up that event alone (for its `TIMEOUT`), not those behind
+it; each event keeps its own schedule of attempts in its row.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ GIVE_UP = 72 * 3600.0  # seconds after the event's creation: no attempt after it
 POLL = 2.0  # how often an idle sender looks for events other servers added, or retries due
 TIMEOUT = 10.0  # one attempt, from connecting to the receiver's answer
 LEASE = 60.0  # a sender's claim on an event: well over TIMEOUT, so one attempt fits in it
+SENDERS = 16  # events in flight at once, per server
 
 
 def event(kind: str, batch_id: str, now: int) -> dict[str, Any]:
@@ -133,6 +138,7 @@ class Webhooks:
         poll: float = POLL,
         timeout: float = TIMEOUT,
         lease: float = LEASE,
+        senders: int = SENDERS,
     ) -> None:
         self.store = store
         self.outbox = Outbox(store.engine)
@@ -144,6 +150,7 @@ class Webhooks:
         self.poll = poll
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.lease = lease
+        self._room = asyncio.Semaphore(senders)
         self._poked = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
 
@@ -153,18 +160,22 @@ class Webhooks:
         self._poked.set()
 
     async def run(self) -> None:
-        """Send events as they come due, until cancelled; a failed attempt or an unreachable
-        database is logged, never raised."""
-        while True:
-            try:
-                row = await self.store.run(self.outbox.claim, self.owner, self.lease)
-            except SQLAlchemyError as error:
-                logger.warning("webhooks: the jobs database failed: %s", type(error).__name__)
-                row = None
-            if row is None:
-                await self._idle()
-            else:
-                await self._attempt(row)
+        """Send events as they come due, each in its own task while there is room for one,
+        until cancelled (its sends with it); a failed attempt or an unreachable database is
+        logged, never raised."""
+        async with asyncio.TaskGroup() as sending:
+            while True:
+                await self._room.acquire()
+                try:
+                    row = await self.store.run(self.outbox.claim, self.owner, self.lease)
+                except SQLAlchemyError as error:
+                    logger.warning("webhooks: the jobs database failed: %s", type(error).__name__)
+                    row = None
+                if row is None:
+                    self._room.release()
+                    await self._idle()
+                else:
+                    sending.create_task(self._send(row))
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -175,6 +186,12 @@ class Webhooks:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._poked.wait(), self.poll)
         self._poked.clear()
+
+    async def _send(self, row: Row) -> None:
+        try:
+            await self._attempt(row)
+        finally:
+            self._room.release()
 
     async def _attempt(self, row: Row) -> None:
         """One attempt at `row`'s event, and its outcome written back."""

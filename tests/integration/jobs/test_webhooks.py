@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 import time
 from typing import Any
 
@@ -100,3 +101,45 @@ async def test_each_ending_of_a_batch_is_a_signed_webhook() -> None:
     headers = receiver.got[0][1]
     assert headers["webhook-id"].startswith("evt_")
     assert headers["webhook-signature"].startswith("v1,")
+
+
+class HangingReceiver(Receiver):
+    """A receiver that hangs on the first request it gets (until `released`), answering every
+    other at once; `arrived`: when each request came (monotonic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived: list[float] = []
+        self.released = threading.Event()
+
+    async def _hook(self, request: Request) -> Response:
+        self.arrived.append(time.monotonic())
+        first = len(self.arrived) == 1
+        answer = await super()._hook(request)
+        if first:
+            await asyncio.to_thread(self.released.wait)
+        return answer
+
+
+async def test_a_receiver_hanging_on_one_event_holds_up_no_other() -> None:
+    """The sender's attempt at the first event waits for the receiver (up to its 10 s
+    timeout): the events of two batches that end meanwhile arrive all the same."""
+    receiver = HangingReceiver()
+    receiver.server.start()
+    try:
+        async with app_before(
+            StandIn(MODEL), webhook_url=f"{receiver.server.url}/hook", webhook_secret=SECRET
+        ) as harness:
+            failing = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions"}
+            await _batch(harness, [failing])
+            await receiver.events(1)
+            hung = time.monotonic()
+            later = [await _batch(harness, [failing]) for _ in range(2)]
+            events = await receiver.events(3)
+            delay = receiver.arrived[2] - hung
+            print(f"the second and third events arrived {delay:.2f} s after the hang began")
+            assert delay < 5, delay
+            assert sorted(event.data.id for event in events[1:]) == sorted(later)
+    finally:
+        receiver.released.set()
+        receiver.server.stop()

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -41,17 +42,22 @@ FAST = {"first_retry": 0.05, "last_retry": 0.2, "poll": 0.05}
 
 class Receiver:
     """A webhook endpoint: keeps each request's body and headers, and answers with the
-    statuses it was given, in turn, then 200."""
+    statuses it was given, in turn, then 200; the first `hangs` requests it never answers
+    (until `released`)."""
 
     def __init__(self, statuses: list[int]) -> None:
         self.statuses = statuses
         self.requests: list[tuple[bytes, dict[str, str]]] = []
+        self.hangs = 0
+        self.released = threading.Event()
         app = Starlette(routes=[Route("/hook", self.hook, methods=["POST"])])
         self.server = ThreadedServer(app)
         self.url = f"{self.server.url}/hook"
 
     async def hook(self, request: Request) -> Response:
         self.requests.append((await request.body(), dict(request.headers)))
+        if len(self.requests) <= self.hangs:
+            await asyncio.to_thread(self.released.wait)
         return Response(status_code=self.statuses.pop(0) if self.statuses else 200)
 
     def ids(self) -> list[str]:
@@ -76,6 +82,7 @@ def receiver() -> Iterator[Callable[..., Receiver]]:
 
     yield start
     for one in started:
+        one.released.set()
         one.server.stop()
 
 
@@ -250,3 +257,36 @@ async def test_a_dead_servers_claim_lapses_and_another_sends_the_event(
         await until(delivered(store, 1))
     assert hook.ids() == [row["id"]]
     assert unwrap(*hook.requests[0]).data.id == "batch_1"
+
+
+async def test_an_attempt_that_hangs_holds_up_only_its_own_event(
+    store: Store, receiver: Callable[..., Receiver]
+) -> None:
+    hook = receiver()
+    hook.hangs = 1
+    added = [event("batch.completed", f"batch_{n}", int(time.time())) for n in range(3)]
+    add(store, *added)
+    async with sending(store, hook.url, timeout=3.0):
+        start = time.monotonic()
+        await until(lambda: len(set(hook.ids())) == 3)
+        assert time.monotonic() - start < 2.0  # the other two sent while the first hangs
+        await until(delivered(store, 3))
+    hung = hook.ids()[0]
+    assert hook.ids().count(hung) == 2  # timed out, then sent again under the same id
+    assert rows(store)[hung]["attempts"] == 2
+    for body, headers in hook.requests:
+        assert unwrap(body, headers).id == headers["webhook-id"]
+    assert nothing_left(store)
+
+
+async def test_at_most_senders_events_are_in_flight_at_once(
+    store: Store, receiver: Callable[..., Receiver]
+) -> None:
+    hook = receiver()
+    hook.hangs = 3
+    add(store, *(event("batch.completed", f"batch_{n}", int(time.time())) for n in range(3)))
+    async with sending(store, hook.url, senders=2, timeout=1.0):
+        await until(lambda: len(hook.requests) == 2)
+        await asyncio.sleep(0.5)
+        assert len(hook.requests) == 2  # the third waits for room
+        await until(delivered(store, 3))
