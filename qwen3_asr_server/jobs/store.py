@@ -1,8 +1,8 @@
 """Where jobs are kept: SQLite under `--data-dir` by default, or the PostgreSQL database that
 `--jobs-db` names, which several servers then share. One SQLAlchemy Core code path serves
 both: claims are a compare-and-set UPDATE on a row's lease (PostgreSQL also skips rows that
-another server has locked), which both databases make atomic. The files' rows are `file_rows`'
-part of the store.
+another server has locked), which both databases make atomic. The files' rows, and the room
+reserved for files being written, are `file_rows`' part of the store.
 
 Why no queue library: the ones that keep a queue in a database do it in PostgreSQL only, or
 need a broker (Redis) beside it; here a line's claim, its answer and the batch's counts must
@@ -28,8 +28,8 @@ from sqlalchemy import (
 )
 
 from .database import Row, page
-from .file_rows import FileRows
-from .schema import batches, events, files, lines
+from .file_rows import FileRows, keep
+from .schema import batches, events, lines
 
 OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
 
@@ -128,8 +128,7 @@ class Store(FileRows):
                 .values(**values, owner=None, lease_until=None)
             ).rowcount
             if changed:
-                for row in added:
-                    db.execute(insert(files).values(**row))
+                keep(db, added)
                 if event is not None:
                     db.execute(insert(events).values(**event))
                 counts = _counts(db, batch_id)
