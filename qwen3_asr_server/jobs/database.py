@@ -3,12 +3,21 @@ names, else SQLite in the data folder, set up so that several processes can shar
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, or_, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
+from .schema import metadata
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Row = dict[str, Any]
 READ_ONLY = "read_only"  # a transaction's option: it only reads (SQLite takes no write lock)
 
 
@@ -38,3 +47,51 @@ def engine_for(url: str | None, data_dir: Path) -> Engine:
         connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
     return engine
+
+
+class Database:
+    """The jobs' tables on one engine, each method of a subclass one transaction. The calls
+    are blocking (the drivers are), so `run` gives them to a thread."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        try:
+            metadata.create_all(engine)
+        except DBAPIError:  # another server created the tables at the same moment
+            metadata.create_all(engine)
+
+    async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(call, *args, **kwargs)
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        with self.engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            reading = connection.execution_options(**{READ_ONLY: True})
+            with reading.begin():
+                yield reading
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def page(
+    db: Connection, query: Any, table: Any, after: str | None, limit: int, asc: bool
+) -> list[Row]:
+    """One page of a list, after the object `after` (OpenAI's cursor), by creation."""
+    order = (
+        (table.c.created_at, table.c.id) if asc else (table.c.created_at.desc(), table.c.id.desc())
+    )
+    if after:
+        mark = db.execute(select(table.c.created_at, table.c.id).where(table.c.id == after)).first()
+        if mark is not None:
+            key = (table.c.created_at, table.c.id)
+            if asc:
+                query = query.where(or_(key[0] > mark[0], (key[0] == mark[0]) & (key[1] > mark[1])))
+            else:
+                query = query.where(or_(key[0] < mark[0], (key[0] == mark[0]) & (key[1] < mark[1])))
+    return [dict(row) for row in db.execute(query.order_by(*order).limit(limit)).mappings()]

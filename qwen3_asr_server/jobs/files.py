@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
 import shutil
 from pathlib import Path
@@ -40,15 +39,17 @@ def over_file_limit(limit: int, seen: int | None = None) -> APIError:
     )
 
 
-def over_quota(quota: int, stored: int, size: int) -> APIError:
-    return APIError(
-        413,
-        f"The storage quota is full: {stored / MIB:.1f} of {quota / MIB:g} MB are stored and "
-        f"this file has {size / MIB:.1f} MB (--storage-quota-mb). Delete files you no longer "
-        "need.",
-        param="file",
-        code="storage_quota_exceeded",
-    )
+class OverQuota(APIError):
+    """Files that `--storage-quota-mb` has no room for: an upload's 413, or a batch's error."""
+
+    def __init__(self, quota: int, stored: int, size: int, what: str = "this file has") -> None:
+        super().__init__(
+            413,
+            f"The storage quota is full: {stored / MIB:.1f} of {quota / MIB:g} MB are stored and "
+            f"{what} {size / MIB:.1f} MB (--storage-quota-mb). Delete files you no longer need.",
+            param="file",
+            code="storage_quota_exceeded",
+        )
 
 
 class FileStorage:
@@ -60,10 +61,13 @@ class FileStorage:
     def path(self, file_id: str) -> Path:
         return self.root / file_id
 
+    def _partial(self, file_id: str) -> Path:
+        return self.root / f".{file_id}.partial"
+
     def save(self, file_id: str, source: BinaryIO) -> int:
         """`source` copied to the file `file_id`, whole or not at all; its size in bytes."""
         self.root.mkdir(parents=True, exist_ok=True)
-        partial = self.root / f".{file_id}.partial"
+        partial = self._partial(file_id)
         try:
             with partial.open("wb") as target:
                 shutil.copyfileobj(source, target, CHUNK)
@@ -77,10 +81,8 @@ class FileStorage:
             raise
         return self.path(file_id).stat().st_size
 
-    def write(self, file_id: str, content: bytes) -> int:
-        """`content` stored as the file `file_id` (a batch's output), as `save` stores."""
-        return self.save(file_id, io.BytesIO(content))
-
     def remove(self, file_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path(file_id).unlink()
+        """The file, and what a writer that died left of it."""
+        for path in (self.path(file_id), self._partial(file_id)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import io
 import logging
 import os
 import socket
@@ -20,8 +21,9 @@ from ..capacity.admission import BACKGROUND
 from ..errors import ServerError
 from . import formats
 from .execute import Retry, Services, answer
-from .files import FileStorage
+from .files import FileStorage, OverQuota
 from .formats import Row
+from .quota import Quota
 from .store import Store
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ class Runner:
         self.state = state
         self.store = store
         self.storage = storage
+        self.quota = Quota(store, storage, settings.storage_quota_mb)
         self.announce = announce
         self.announced = announced
         self.owner = owner
@@ -135,26 +138,32 @@ class Runner:
         else:
             final = "completed"
         done = await self.store.run(self.store.done_lines, batch["id"])
-        keep = batch["output_expires_after"] or int(self.settings.file_retention_days * 86400)
-        added = []
-        names = {}
+        contents: dict[str, bytes] = {}
         for failed, name in ((False, "output"), (True, "error")):
             outputs = [line["output"] for line in done if bool(line["failed"]) is failed]
-            if not outputs:
-                continue
-            file_id = formats.new_id("file-")
-            size = await asyncio.to_thread(self.storage.write, file_id, formats.jsonl(outputs))
-            added.append(
-                {
-                    "id": file_id,
-                    "purpose": "batch_output",
-                    "bytes": size,
-                    "filename": f"{batch['id']}_{name}.jsonl",
-                    "created_at": now,
-                    "expires_at": now + keep,
-                }
-            )
-            names[f"{name}_file_id"] = file_id
+            if outputs:
+                contents[name] = formats.jsonl(outputs)
+        ids = {name: formats.new_id("file-") for name in contents}
+        sources = {ids[name]: (io.BytesIO(text), len(text)) for name, text in contents.items()}
+        try:
+            sizes = await self.quota.write(sources, "the batch's output files have")
+        except OverQuota as exc:  # its answers are lost: the batch fails, nothing is stored
+            problem = {"code": exc.code, "line": None, "param": None, "message": exc.message}
+            await self._end(batch, "failed", now, errors=[problem], finalizing_at=now)
+            return
+        keep = batch["output_expires_after"] or int(self.settings.file_retention_days * 86400)
+        added = [
+            {
+                "id": file_id,
+                "purpose": "batch_output",
+                "bytes": sizes[file_id],
+                "filename": f"{batch['id']}_{name}.jsonl",
+                "created_at": now,
+                "expires_at": now + keep,
+            }
+            for name, file_id in ids.items()
+        ]
+        names = {f"{name}_file_id": file_id for name, file_id in ids.items()}
         await self._end(batch, final, now, added=added, **names, finalizing_at=now)
 
     async def _end(
@@ -166,8 +175,7 @@ class Runner:
             self.store.end_batch, batch["id"], self.owner, values, added or [], event
         )
         if not ended:  # another server took it over meanwhile: its files are not ours
-            for row in added or []:
-                await asyncio.to_thread(self.storage.remove, row["id"])
+            await self.quota.discard(row["id"] for row in added or [])
         elif event is not None:
             self.announced()
         logger.info("batch %s %s", batch["id"], final)

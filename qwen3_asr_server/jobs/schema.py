@@ -32,6 +32,17 @@ files = Table(
     Column("expires_at", Integer, index=True),
 )
 
+# Room held for a file while its bytes are written: counted with the files' bytes against
+# `--storage-quota-mb`, listed nowhere, and turned into its `files` row once written. A table
+# of its own, not a column of `files`: databases made before it gain it from `create_all`.
+reservations = Table(
+    "reservations",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the file's, once it is stored
+    Column("bytes", BigInteger, nullable=False),
+    Column("until", Float, nullable=False, index=True),  # a writer dead by then held it
+)
+
 batches = Table(
     "batches",
     metadata,

@@ -10,12 +10,12 @@ import time
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import APIError, invalid
-from ..settings import MIB
 from . import formats
 from .database import engine_for
 from .execute import Services
-from .files import FileStorage, over_quota
+from .files import FileStorage
 from .formats import Row
+from .quota import Quota
 from .runner import Announce, Announced, Runner, owner_name
 from .store import Store
 from .webhooks import Webhooks, event
@@ -39,6 +39,7 @@ class Jobs:
         self.storage = FileStorage(self.settings.data_path / "files")
         self._store: Store | None = None
         self.runner: Runner | None = None
+        self.quota: Quota | None = None
         self.webhooks: Webhooks | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._opening = asyncio.Lock()
@@ -60,6 +61,7 @@ class Jobs:
         url = self.settings.jobs_db.get_secret_value() if self.settings.jobs_db else None
         engine = engine_for(url, self.settings.data_path)
         self._store = await asyncio.to_thread(Store, engine)
+        self.quota = Quota(self._store, self.storage, self.settings.storage_quota_mb)
         owner = owner_name()
         self.runner = Runner(
             self.settings, self.services, self._store, self.storage, owner, *self._events(owner)
@@ -93,13 +95,16 @@ class Jobs:
             self._store.close()
 
     async def _sweep(self) -> None:
-        """Expired files deleted, rows first: a file is never listed without its bytes."""
+        """Expired files deleted, rows first: a file is never listed without its bytes; and
+        what writers that died left (the room held for their files, their bytes) removed."""
         assert self._store is not None
         store = self._store
         while True:
             try:
                 for file_id in await store.run(store.expired_files, time.time()):
                     await store.run(store.delete_file, file_id)
+                    await asyncio.to_thread(self.storage.remove, file_id)
+                for file_id in await store.run(store.lapsed_reservations, time.time()):
                     await asyncio.to_thread(self.storage.remove, file_id)
             except Exception:
                 logger.exception("deleting expired files failed; trying again")
@@ -111,25 +116,23 @@ class Jobs:
         self, source: BinaryIO, size: int, filename: str, purpose: str, expires_after: int | None
     ) -> Row:
         store = await self.store()
-        quota = int(self.settings.storage_quota_mb * MIB)
-        stored = await store.run(store.stored_bytes)
-        if stored + size > quota:
-            raise over_quota(quota, stored, size)
+        assert self.quota is not None
         now = int(time.time())
         keep = expires_after or int(self.settings.file_retention_days * 86400)
         file_id = formats.new_id("file-")
+        written = await self.quota.write({file_id: (source, size)})
         row = {
             "id": file_id,
             "purpose": purpose,
             "filename": filename,
+            "bytes": written[file_id],
             "created_at": now,
             "expires_at": now + keep,
         }
-        row["bytes"] = await asyncio.to_thread(self.storage.save, file_id, source)
         try:
             await store.run(store.add_file, row)
         except BaseException:
-            await asyncio.to_thread(self.storage.remove, file_id)
+            await self.quota.discard([file_id])
             raise
         return row
 

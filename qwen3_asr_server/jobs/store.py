@@ -1,8 +1,8 @@
 """Where jobs are kept: SQLite under `--data-dir` by default, or the PostgreSQL database that
 `--jobs-db` names, which several servers then share. One SQLAlchemy Core code path serves
 both: claims are a compare-and-set UPDATE on a row's lease (PostgreSQL also skips rows that
-another server has locked), which both databases make atomic. The calls are blocking (the
-drivers are), so `run` gives them to a thread.
+another server has locked), which both databases make atomic. The files' rows, and the room
+reserved for files being written, are `file_rows`' part of the store.
 
 Why no queue library: the ones that keep a queue in a database do it in PostgreSQL only, or
 need a broker (Redis) beside it; here a line's claim, its answer and the batch's counts must
@@ -11,15 +11,12 @@ change together, in the database that already holds them.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Engine,
     Table,
     delete,
     exists,
@@ -29,77 +26,16 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DBAPIError
 
-from .database import READ_ONLY
-from .schema import batches, events, files, lines, metadata
+from .database import Row, page
+from .file_rows import FileRows, keep
+from .schema import batches, events, lines
 
-P = ParamSpec("P")
-T = TypeVar("T")
-Row = dict[str, Any]
 OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
 
 
-class Store:
+class Store(FileRows):
     """The jobs' rows. Every method is one transaction."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        try:
-            metadata.create_all(engine)
-        except DBAPIError:  # another server created the tables at the same moment
-            metadata.create_all(engine)
-
-    async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await asyncio.to_thread(call, *args, **kwargs)
-
-    @contextmanager
-    def _begin(self) -> Iterator[Connection]:
-        with self.engine.begin() as connection:
-            yield connection
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self.engine.connect() as connection:
-            reading = connection.execution_options(**{READ_ONLY: True})
-            with reading.begin():
-                yield reading
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    # files
-
-    def add_file(self, row: Row) -> None:
-        with self._begin() as db:
-            db.execute(insert(files).values(**row))
-
-    def file(self, file_id: str) -> Row | None:
-        """The file, unless it expired (the sweeper may not have deleted it yet)."""
-        query = select(files).where(files.c.id == file_id, _alive())
-        with self._read() as db:
-            found = db.execute(query).mappings().first()
-        return dict(found) if found else None
-
-    def files(self, purpose: str | None, after: str | None, limit: int, asc: bool) -> list[Row]:
-        query = select(files).where(_alive())
-        if purpose:
-            query = query.where(files.c.purpose == purpose)
-        with self._read() as db:
-            return _page(db, query, files, after, limit, asc)
-
-    def delete_file(self, file_id: str) -> bool:
-        with self._begin() as db:
-            return db.execute(delete(files).where(files.c.id == file_id)).rowcount == 1
-
-    def stored_bytes(self) -> int:
-        with self._read() as db:
-            return int(db.execute(select(func.coalesce(func.sum(files.c.bytes), 0))).scalar_one())
-
-    def expired_files(self, now: float) -> list[str]:
-        query = select(files.c.id).where(files.c.expires_at.is_not(None), files.c.expires_at <= now)
-        with self._read() as db:
-            return list(db.execute(query).scalars())
 
     # batches
 
@@ -114,7 +50,7 @@ class Store:
 
     def batches(self, after: str | None, limit: int) -> list[Row]:
         with self._read() as db:
-            rows = _page(db, select(batches), batches, after, limit, asc=False)
+            rows = page(db, select(batches), batches, after, limit, asc=False)
             return [{**row, "counts": _counts(db, row["id"])} for row in rows]
 
     def cancel(self, batch_id: str, now: int) -> bool:
@@ -192,8 +128,7 @@ class Store:
                 .values(**values, owner=None, lease_until=None)
             ).rowcount
             if changed:
-                for row in added:
-                    db.execute(insert(files).values(**row))
+                keep(db, added)
                 if event is not None:
                     db.execute(insert(events).values(**event))
                 counts = _counts(db, batch_id)
@@ -340,10 +275,6 @@ def claim(
     return dict(db.execute(select(table).where(table.c.id == found)).mappings().one())
 
 
-def _alive() -> Any:
-    return or_(files.c.expires_at.is_(None), files.c.expires_at > time.time())
-
-
 def _counts(db: Connection, batch_id: str) -> dict[str, int]:
     """OpenAI's `request_counts`: every line, those answered, those that failed."""
     query = (
@@ -357,21 +288,3 @@ def _counts(db: Connection, batch_id: str) -> dict[str, int]:
         if status == "done":
             counts["failed" if failed else "completed"] += count
     return counts
-
-
-def _page(
-    db: Connection, query: Any, table: Any, after: str | None, limit: int, asc: bool
-) -> list[Row]:
-    """One page of a list, after the object `after` (OpenAI's cursor), by creation."""
-    order = (
-        (table.c.created_at, table.c.id) if asc else (table.c.created_at.desc(), table.c.id.desc())
-    )
-    if after:
-        mark = db.execute(select(table.c.created_at, table.c.id).where(table.c.id == after)).first()
-        if mark is not None:
-            key = (table.c.created_at, table.c.id)
-            if asc:
-                query = query.where(or_(key[0] > mark[0], (key[0] == mark[0]) & (key[1] > mark[1])))
-            else:
-                query = query.where(or_(key[0] < mark[0], (key[0] == mark[0]) & (key[1] < mark[1])))
-    return [dict(row) for row in db.execute(query.order_by(*order).limit(limit)).mappings()]

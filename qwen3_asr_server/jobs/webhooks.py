@@ -29,8 +29,9 @@ from sqlalchemy import Engine, update
 from sqlalchemy.exc import SQLAlchemyError
 from standardwebhooks.webhooks import Webhook
 
+from .database import Row
 from .schema import events
-from .store import Row, Store, claim
+from .store import Store, claim
 
 if TYPE_CHECKING:
     from ..metrics import Metrics

@@ -21,6 +21,7 @@ from ..state import State
 
 router = APIRouter()
 PROBE_SECONDS = 2.0  # of an audio file, decoded at upload to tell it is audio
+MIN_SECONDS = 0.1  # of a recording: less is no speech to transcribe (OpenAI's minimum too)
 
 
 @router.post("/v1/files")
@@ -59,14 +60,22 @@ def _read(form: FormData) -> tuple[UploadFile, protocol.FileUpload]:
 
 
 def _decodes(upload: UploadFile) -> None:
-    """A 400 now for a file that is not audio, which would fail every line it is named in.
-    Its first seconds are decoded, not all of it: decoding a whole recording costs most of
-    what transcribing it does (scripts/batch_throughput.py measured 60-70%)."""
+    """A 400 now for a file that is not audio, or too short to hold speech, which would fail
+    every line it is named in. Its first seconds are decoded, not all of it: decoding a whole
+    recording costs most of what transcribing it does (scripts/batch_throughput.py measured
+    60-70%)."""
     try:
-        audio.decode(upload.file, PROBE_SECONDS)
+        heard = audio.decode(upload.file, PROBE_SECONDS).duration
     except APIError as exc:
         if exc.code != "audio_too_long":  # longer than the probe: it decodes
             raise
+    else:
+        if heard < MIN_SECONDS:
+            message = (
+                f"The audio is too short: it holds {heard:.3f} s of samples, and a recording "
+                f"must hold at least {MIN_SECONDS:g} s."
+            )
+            raise invalid(message, "file", code="audio_too_short")
     upload.file.seek(0)
 
 

@@ -50,7 +50,7 @@ class JobsSettings(BaseModel):
         10240.0,
         gt=0,
         description="Most MB (MiB) all stored files (uploads and outputs) may hold together; "
-        "an upload past it: 413.",
+        "an upload past it: 413; a batch whose outputs would pass it: failed.",
         json_schema_extra={"metavar": "MB"},
     )
     file_retention_days: float = Field(

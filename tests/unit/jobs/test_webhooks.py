@@ -29,9 +29,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.jobs.database import engine_for
+from qwen3_asr_server.jobs.database import Row, engine_for
 from qwen3_asr_server.jobs.schema import events
-from qwen3_asr_server.jobs.store import Row, Store
+from qwen3_asr_server.jobs.store import Store
 from qwen3_asr_server.jobs.webhooks import Outbox, Webhooks, event
 from qwen3_asr_server.metrics import Metrics
 from tests.fixtures.servers import ThreadedServer
