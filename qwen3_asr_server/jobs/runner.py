@@ -14,6 +14,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..capacity.admission import BACKGROUND
@@ -108,16 +109,12 @@ class Runner:
         now = int(time.time())
         stored = await self.store.run(self.store.file, batch["input_file_id"])
         if stored is None:
-            problem = {
-                "code": "file_not_found",
-                "line": None,
-                "param": "input_file_id",
-                "message": f"The input file {batch['input_file_id']} is gone.",
-            }
+            message = f"The input file {batch['input_file_id']} is gone."
+            problem = formats.batch_error("file_not_found", None, message, "input_file_id")
             await self._end(batch, "failed", now, errors=[problem])
             return
-        text = await asyncio.to_thread(self.storage.path(stored["id"]).read_bytes)
-        rows, errors = formats.read_input(text, batch["endpoint"])
+        path = self.storage.path(stored["id"])
+        rows, errors = await asyncio.to_thread(_read_input, path, batch["endpoint"])
         if errors:
             await self._end(batch, "failed", now, errors=errors)
             return
@@ -143,7 +140,7 @@ class Runner:
             if not outputs:
                 continue
             file_id = formats.new_id("file-")
-            size = await asyncio.to_thread(self.storage.write, file_id, formats.jsonl(outputs))
+            size = await asyncio.to_thread(_write_output, self.storage, file_id, outputs)
             added.append(
                 {
                     "id": file_id,
@@ -245,3 +242,14 @@ class Runner:
                 with contextlib.suppress(BaseException):
                     await task
                 return False
+
+
+def _read_input(path: Path, endpoint: str) -> tuple[list[Row], list[Row]]:
+    """The input file read line by line (in a thread: it may hold millions of lines)."""
+    with path.open("rb") as handle:
+        return formats.read_input(handle, endpoint)
+
+
+def _write_output(storage: FileStorage, file_id: str, outputs: list[Row]) -> int:
+    """A batch's output (or error) file written (in a thread: it may hold 50,000 lines)."""
+    return storage.write(file_id, formats.jsonl(outputs))
