@@ -1,6 +1,6 @@
 """What a Batches client may send that once stalled, looped or confused the server: an input
-file past OpenAI's 50,000 requests, and a line nested deeper than the store can write. Each
-ends as OpenAI's API says it does."""
+file past OpenAI's 50,000 requests, a line nested deeper than the store can write, and a
+batch cancelled by many clients at once. Each ends as OpenAI's API says it does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import time
 from openai.types import Batch
 
 from qwen3_asr_server.jobs.formats import MAX_LINES, TRANSCRIPTIONS
+from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn
+from tests.integration.jobs.test_batches import _jsonl
 
 
 async def _create(harness: Harness, text: bytes) -> Batch:
@@ -66,3 +68,32 @@ async def test_a_line_nested_too_deep_fails_its_batch_instead_of_looping() -> No
         [error] = batch.errors.data
         assert (error.code, error.line, error.param) == ("invalid_request", 1, "body")
         assert "deeper than" in (error.message or "")
+
+
+async def test_ten_cancels_at_once_all_answer_the_cancelling_batch() -> None:
+    """As OpenAI's cancel is: asked again (or by ten clients at once) it is answered with the
+    batch, never a 409 for the status it had a moment before."""
+    async with app_before(StandIn(MODEL, delay=0.5)) as harness:
+        clip = await harness.sdk.files.create(file=("a.wav", wav(0.5)), purpose="user_data")
+        lines = [
+            {"custom_id": str(i), "method": "POST", "url": TRANSCRIPTIONS,
+             "body": {"file": clip.id}}
+            for i in range(20)
+        ]  # fmt: skip
+        created = await _create(harness, _jsonl(lines))
+        running = await _leaves(harness, created.id, "validating")
+        assert running.status == "in_progress", running
+        answers = await asyncio.gather(
+            *(harness.http.post(f"/v1/batches/{created.id}/cancel") for _ in range(10))
+        )
+        assert [answer.status_code for answer in answers] == [200] * 10, [
+            answer.text for answer in answers
+        ]
+        for answer in answers:
+            batch = Batch.model_validate(answer.json())
+            assert (batch.id, batch.status) in {
+                (created.id, "cancelling"),
+                (created.id, "cancelled"),
+            }
+        ended = await _leaves(harness, created.id, "cancelling")
+        assert ended.status == "cancelled", ended
