@@ -107,6 +107,15 @@ class Runner:
 
     async def _validate(self, batch: Row) -> None:
         now = int(time.time())
+        if batch["attempts"] > self.settings.batch_max_attempts:
+            message = (
+                f"The batch was taken up for validation {batch['attempts']} times and never "
+                f"got through (--batch-max-attempts {self.settings.batch_max_attempts}); "
+                "the servers' logs say why."
+            )
+            problem = formats.batch_error("too_many_attempts", None, message, None)
+            await self._end(batch, "failed", now, errors=[problem])
+            return
         stored = await self.store.run(self.store.file, batch["input_file_id"])
         if stored is None:
             message = f"The input file {batch['input_file_id']} is gone."
@@ -187,6 +196,9 @@ class Runner:
                 await asyncio.sleep(IDLE_POLL)
 
     async def _line(self, line: Row) -> None:
+        if line["attempts"] > self.settings.batch_max_attempts:
+            await self._give_up(line)
+            return
         request_id = formats.new_id("batch_req_")
         background = contextvars.copy_context()  # its requests wait for spare slots
         background.run(BACKGROUND.set, True)
@@ -221,6 +233,22 @@ class Runner:
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
         )
         self.wake.set()  # its batch may be done: finalize it now
+
+    async def _give_up(self, line: Row) -> None:
+        """A line taken up more often than --batch-max-attempts (each time, its server died or
+        lost it before it had an answer): it fails alone, not every server after it."""
+        tries = line["attempts"] - 1
+        message = (
+            f"This request was started {tries} times and never finished (--batch-max-attempts "
+            f"{self.settings.batch_max_attempts}): its server stopped each time."
+        )
+        logger.error("batch line %s of %s given up: %s", line["idx"], line["batch_id"], message)
+        self.state.metrics.batch_lines.labels(outcome="failed").inc()
+        output = formats.not_run(line, "too_many_attempts", message)
+        await self.store.run(
+            self.store.finish_line, line["batch_id"], line["idx"], self.owner, True, output
+        )
+        self.wake.set()
 
     async def _release(self, line: Row, delay: float) -> None:
         await self.store.run(
