@@ -70,7 +70,7 @@ def one_batch(store: Store, count: int, clock: Clock) -> None:
     file_row = {"id": "file-x", "purpose": "user_data", "filename": "x.wav", "bytes": 1,
                 "created_at": now, "expires_at": now + 3600}  # fmt: skip
     store.add_file(file_row)
-    rows, _ = formats.read_input(batch_input(["file-x"] * count), TRANSCRIPTIONS)
+    rows, _ = formats.read_input(batch_input(["file-x"] * count).splitlines(), TRANSCRIPTIONS)
     batch = {"id": BATCH, "endpoint": TRANSCRIPTIONS, "input_file_id": "file-x",
              "completion_window": "24h", "status": "validating", "created_at": now,
              "expires_at": now + 86400}  # fmt: skip

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, or_, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from .schema import metadata
+from .schema import create
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -56,9 +56,11 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         try:
-            metadata.create_all(engine)
+            with engine.begin() as db:
+                create(db)
         except DBAPIError:  # another server created the tables at the same moment
-            metadata.create_all(engine)
+            with engine.begin() as db:
+                create(db)
 
     async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.to_thread(call, *args, **kwargs)

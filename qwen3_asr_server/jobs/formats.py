@@ -4,7 +4,7 @@ output and error lines, and the File and Batch objects. Pure functions of rows."
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -14,6 +14,8 @@ TRANSLATIONS = "/v1/audio/translations"
 CHAT = "/v1/chat/completions"
 ENDPOINTS = (TRANSCRIPTIONS, TRANSLATIONS, CHAT)
 MAX_LINES = 50_000  # OpenAI's limit on the requests of one batch
+MAX_ERRORS = 100  # a failed batch's errors: reading stops at this many
+MAX_DEPTH = 64  # a line's body nests at most this deep (Python's encoder recurses)
 PAGE = 10_000  # the most objects one page of a list holds (OpenAI's default for files)
 Row = dict[str, Any]
 
@@ -23,35 +25,34 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(16)}"
 
 
-def read_input(text: bytes, endpoint: str) -> tuple[list[Row], list[Row]]:
-    """The input file's lines as the queue's rows (`idx`, `custom_id`, `body`), or the
-    problems that fail the batch (OpenAI's BatchError: code, line, message, param). A line's
-    body is checked when it runs: a bad body fails that line alone."""
+def read_input(raw_lines: Iterable[bytes], endpoint: str) -> tuple[list[Row], list[Row]]:
+    """The input file's lines (read one at a time: it may be large) as the queue's rows
+    (`idx`, `custom_id`, `body`), or the problems that fail the batch (OpenAI's BatchError:
+    code, line, message, param). Reading stops at the first line past MAX_LINES, or at the
+    MAX_ERRORS-th problem. A line's body is checked when it runs: a bad body fails that line
+    alone."""
     rows: list[Row] = []
     errors: list[Row] = []
     seen: set[str] = set()
-    for number, raw in _lines(text):
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
+        if len(rows) + len(errors) == MAX_LINES:
+            message = f"The input file has more than {MAX_LINES} requests, a batch's most."
+            errors.append(batch_error("too_many_requests", number, message, None))
+            break
         problem = _problem(raw, endpoint, seen)
         if problem is not None:
-            errors.append(
-                {"code": problem[0], "line": number, "message": problem[1], "param": problem[2]}
-            )
+            errors.append(batch_error(problem[0], number, problem[1], problem[2]))
+            if len(errors) == MAX_ERRORS:
+                break
             continue
         line = orjson.loads(raw)
         seen.add(line["custom_id"])
         rows.append({"idx": len(rows), "custom_id": line["custom_id"], "body": line["body"]})
     if not rows and not errors:
-        errors.append(_error("empty_file", None, "The input file has no requests.", None))
-    if len(rows) > MAX_LINES:
-        message = f"The input file has {len(rows)} requests; a batch takes at most {MAX_LINES}."
-        errors.append(_error("too_many_requests", None, message, None))
-    return rows, errors[:100]
-
-
-def _lines(text: bytes) -> Iterator[tuple[int, bytes]]:
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.strip():
-            yield number, raw
+        errors.append(batch_error("empty_file", None, "The input file has no requests.", None))
+    return rows, errors
 
 
 def _problem(raw: bytes, endpoint: str, seen: set[str]) -> tuple[str, str, str | None] | None:
@@ -73,10 +74,29 @@ def _problem(raw: bytes, endpoint: str, seen: set[str]) -> tuple[str, str, str |
         return "mismatched_url", message, "url"
     if not isinstance(line.get("body"), dict):
         return "invalid_request", "'body' must be a JSON object.", "body"
+    if deeper_than(line["body"], MAX_DEPTH):
+        return "invalid_request", f"'body' nests deeper than {MAX_DEPTH} levels.", "body"
     return None
 
 
-def _error(code: str, line: int | None, message: str, param: str | None) -> Row:
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` deep (the store's JSON
+    encoder recurses, and fails on a line orjson parsed fine)."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            inner
+            for outer in level
+            if isinstance(outer, dict | list)
+            for inner in (outer.values() if isinstance(outer, dict) else outer)
+        ]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) for item in level)
+
+
+def batch_error(code: str, line: int | None, message: str, param: str | None) -> Row:
+    """A problem that fails a batch: OpenAI's BatchError."""
     return {"code": code, "line": line, "message": message, "param": param}
 
 

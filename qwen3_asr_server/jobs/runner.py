@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..capacity.admission import BACKGROUND
@@ -109,18 +110,23 @@ class Runner:
 
     async def _validate(self, batch: Row) -> None:
         now = int(time.time())
-        stored = await self.store.run(self.store.file, batch["input_file_id"])
-        if stored is None:
-            problem = {
-                "code": "file_not_found",
-                "line": None,
-                "param": "input_file_id",
-                "message": f"The input file {batch['input_file_id']} is gone.",
-            }
+        if batch["attempts"] > self.settings.batch_max_attempts:
+            message = (
+                f"The batch was taken up for validation {batch['attempts']} times and never "
+                f"got through (--batch-max-attempts {self.settings.batch_max_attempts}); "
+                "the servers' logs say why."
+            )
+            problem = formats.batch_error("too_many_attempts", None, message, None)
             await self._end(batch, "failed", now, errors=[problem])
             return
-        text = await asyncio.to_thread(self.storage.path(stored["id"]).read_bytes)
-        rows, errors = formats.read_input(text, batch["endpoint"])
+        stored = await self.store.run(self.store.file, batch["input_file_id"])
+        if stored is None:
+            message = f"The input file {batch['input_file_id']} is gone."
+            problem = formats.batch_error("file_not_found", None, message, "input_file_id")
+            await self._end(batch, "failed", now, errors=[problem])
+            return
+        path = self.storage.path(stored["id"])
+        rows, errors = await asyncio.to_thread(_read_input, path, batch["endpoint"])
         if errors:
             await self._end(batch, "failed", now, errors=errors)
             return
@@ -138,11 +144,7 @@ class Runner:
         else:
             final = "completed"
         done = await self.store.run(self.store.done_lines, batch["id"])
-        contents: dict[str, bytes] = {}
-        for failed, name in ((False, "output"), (True, "error")):
-            outputs = [line["output"] for line in done if bool(line["failed"]) is failed]
-            if outputs:
-                contents[name] = formats.jsonl(outputs)
+        contents = await asyncio.to_thread(_outputs, done)
         ids = {name: formats.new_id("file-") for name in contents}
         sources = {ids[name]: (io.BytesIO(text), len(text)) for name, text in contents.items()}
         try:
@@ -198,6 +200,9 @@ class Runner:
                 await asyncio.sleep(IDLE_POLL)
 
     async def _line(self, line: Row) -> None:
+        if line["attempts"] > self.settings.batch_max_attempts:
+            await self._give_up(line)
+            return
         request_id = formats.new_id("batch_req_")
         background = contextvars.copy_context()  # its requests wait for spare slots
         background.run(BACKGROUND.set, True)
@@ -233,6 +238,22 @@ class Runner:
         )
         self.wake.set()  # its batch may be done: finalize it now
 
+    async def _give_up(self, line: Row) -> None:
+        """A line taken up more often than --batch-max-attempts (each time, its server died or
+        lost it before it had an answer): it fails alone, not every server after it."""
+        tries = line["attempts"] - 1
+        message = (
+            f"This request was started {tries} times and never finished (--batch-max-attempts "
+            f"{self.settings.batch_max_attempts}): its server stopped each time."
+        )
+        logger.error("batch line %s of %s given up: %s", line["idx"], line["batch_id"], message)
+        self.state.metrics.batch_lines.labels(outcome="failed").inc()
+        output = formats.not_run(line, "too_many_attempts", message)
+        await self.store.run(
+            self.store.finish_line, line["batch_id"], line["idx"], self.owner, True, output
+        )
+        self.wake.set()
+
     async def _release(self, line: Row, delay: float) -> None:
         await self.store.run(
             self.store.release_line, line["batch_id"], line["idx"], self.owner, delay
@@ -253,3 +274,20 @@ class Runner:
                 with contextlib.suppress(BaseException):
                     await task
                 return False
+
+
+def _read_input(path: Path, endpoint: str) -> tuple[list[Row], list[Row]]:
+    """The input file read line by line (in a thread: it may hold millions of lines)."""
+    with path.open("rb") as handle:
+        return formats.read_input(handle, endpoint)
+
+
+def _outputs(done: list[Row]) -> dict[str, bytes]:
+    """A batch's output and error files' contents, those it has (encoded in a thread: they
+    may hold 50,000 lines)."""
+    contents = {}
+    for failed, name in ((False, "output"), (True, "error")):
+        outputs = [line["output"] for line in done if bool(line["failed"]) is failed]
+        if outputs:
+            contents[name] = formats.jsonl(outputs)
+    return contents

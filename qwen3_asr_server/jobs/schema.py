@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Connection,
     Float,
     Index,
     Integer,
@@ -17,6 +18,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    inspect,
+    text,
 )
 
 metadata = MetaData()
@@ -66,6 +69,7 @@ batches = Table(
     Column("output_expires_after", Integer),  # seconds, from the output's creation
     Column("errors", JSON),  # the input file's problems, when it failed validation
     Column("request_counts", JSON),  # once it ended (its lines are gone then)
+    Column("attempts", Integer),  # times it was claimed (to validate, then to finalize)
     # the server validating or finalizing it, and until when
     Column("owner", String(128)),
     Column("lease_until", Float),
@@ -100,3 +104,18 @@ events = Table(
     Column("owner", String(128)),
     Column("lease_until", Float),
 )
+
+
+def create(connection: Connection) -> None:
+    """The tables made, and the columns added since a table was made (each nullable) added
+    to it, so that a database made by an earlier version goes on working."""
+    metadata.create_all(connection)
+    found = inspect(connection)
+    for table in metadata.sorted_tables:
+        have = {column["name"] for column in found.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in have:
+                kind = column.type.compile(connection.dialect)
+                connection.execute(
+                    text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                )

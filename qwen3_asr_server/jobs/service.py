@@ -197,13 +197,14 @@ class Jobs:
         return formats.page([formats.batch_object(row) for row in rows], limit)
 
     async def cancel(self, batch_id: str) -> Row:
+        """The batch, cancelling (or cancelled already: a cancel asked again, or by several
+        clients at once, is answered as the first was); a 409 once it ended otherwise."""
         store = await self.store()
+        if await store.run(store.cancel, batch_id, int(time.time())):
+            assert self.runner is not None
+            self.runner.poke()
         batch = await self.batch(batch_id)
-        if not await store.run(store.cancel, batch_id, int(time.time())):
-            if batch["status"] in ("cancelling", "cancelled"):
-                return batch
+        if batch["status"] not in ("cancelling", "cancelled"):
             message = f"Cannot cancel a batch with status {batch['status']!r}."
             raise APIError(409, message, param="batch_id", code="batch_not_cancellable")
-        assert self.runner is not None
-        self.runner.poke()
-        return await self.batch(batch_id)
+        return batch

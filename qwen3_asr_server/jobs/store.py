@@ -87,8 +87,9 @@ class Store(FileRows):
             (batches.c.status == "in_progress") & (~open_lines | (batches.c.expires_at <= now)),
             (batches.c.status == "cancelling") & ~running,
         )
+        order, counted = (batches.c.created_at,), func.coalesce(batches.c.attempts, 0) + 1
         with self._begin() as db:
-            return claim(db, batches, needs, (batches.c.created_at,), owner, now + lease)
+            return claim(db, batches, needs, order, owner, now + lease, attempts=counted)
 
     def start_batch(self, batch_id: str, owner: str, parsed: Sequence[Row], now: int) -> bool:
         """The validated lines queued, and the batch in progress (if this server still has
@@ -162,7 +163,8 @@ class Store(FileRows):
 
     def claim_line(self, owner: str, lease: float) -> Row | None:
         """The first line no server holds, of the oldest batch in progress, with its
-        batch's endpoint; its attempts counted."""
+        batch's endpoint; its attempts counted (the runner gives up a line claimed too often:
+        its servers died with it)."""
         now = time.time()
         free = or_(lines.c.lease_until.is_(None), lines.c.lease_until < now)
         query = (
@@ -236,13 +238,20 @@ class Store(FileRows):
             )
 
     def release_line(self, batch_id: str, idx: int, owner: str, delay: float) -> None:
-        """The line back in the queue, for any server to take after `delay` seconds."""
+        """The line back in the queue, for any server to take after `delay` seconds. This claim
+        is not counted among its attempts: the server gave it back (the engine was full, the
+        server stopping) rather than died or lost it."""
         key = (lines.c.batch_id == batch_id) & (lines.c.idx == idx) & (lines.c.owner == owner)
         with self._begin() as db:
             db.execute(
                 update(lines)
                 .where(key, lines.c.status == "running")
-                .values(status="queued", owner=None, lease_until=time.time() + delay)
+                .values(
+                    status="queued",
+                    owner=None,
+                    lease_until=time.time() + delay,
+                    attempts=lines.c.attempts - 1,
+                )
             )
 
     def queued_lines(self) -> Mapping[str, int]:
@@ -258,18 +267,29 @@ class Store(FileRows):
 
 
 def claim(
-    db: Connection, table: Table, needs: Any, order: Sequence[Any], owner: str, until: float
+    db: Connection,
+    table: Table,
+    needs: Any,
+    order: Sequence[Any],
+    owner: str,
+    until: float,
+    **values: Any,
 ) -> Row | None:
     """The first row of `table` (by `order`) that `needs` selects and no server holds, now
-    held by `owner` until `until`: a compare-and-set on its lease, so that of two servers only
-    one gets it (PostgreSQL also skips rows another has locked). None when none is free."""
+    held by `owner` until `until` (and `values` set): a compare-and-set on its lease, so that
+    of two servers only one gets it (PostgreSQL also skips rows another has locked). None when
+    none is free."""
     now = time.time()
     free = or_(table.c.lease_until.is_(None), table.c.lease_until < now)
     query = select(table.c.id).where(needs, free).order_by(*order).limit(1)
     found = db.execute(query.with_for_update(skip_locked=True)).scalar()
     if found is None:
         return None
-    taken = update(table).where(table.c.id == found, free).values(owner=owner, lease_until=until)
+    taken = (
+        update(table)
+        .where(table.c.id == found, free)
+        .values(owner=owner, lease_until=until, **values)
+    )
     if not db.execute(taken).rowcount:
         return None
     return dict(db.execute(select(table).where(table.c.id == found)).mappings().one())

@@ -40,6 +40,14 @@ class JobsSettings(BaseModel):
         "how long a dead server's lines wait before another server takes them over.",
         json_schema_extra={"metavar": "SECONDS"},
     )
+    batch_max_attempts: int = Field(
+        3,
+        ge=1,
+        description="Times a batch line (or a batch's validation) is claimed before it is "
+        "given up: a line that kills or stalls the servers running it then fails alone "
+        "(too_many_attempts in the error file) and its batch goes on.",
+        json_schema_extra={"metavar": "N"},
+    )
     max_file_mb: float = Field(
         512.0,
         gt=0,

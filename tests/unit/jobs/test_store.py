@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, text, update
 
 from qwen3_asr_server.jobs.database import engine_for
-from qwen3_asr_server.jobs.schema import batches, events, lines
+from qwen3_asr_server.jobs.schema import batches, events, lines, metadata
 from qwen3_asr_server.jobs.store import Store
 
 NOW = int(time.time())
@@ -188,6 +188,34 @@ def test_a_batch_is_claimed_by_one_server_until_its_lease_lapses(store: Store) -
     assert counts(store, "batch-a")["total"] == 0
 
 
+def test_each_claim_of_a_batch_is_counted(store: Store) -> None:
+    """The runner fails a batch whose validation was taken up too often (a server died, or
+    failed, each time) instead of trying it forever."""
+    store.add_batch(a_batch("batch-a"))
+    for attempt in (1, 2, 3):
+        taken = store.claim_batch("server-1", LEASE)
+        assert taken is not None
+        assert taken["attempts"] == attempt
+        later(store, LEASE + 1)
+
+
+def test_a_database_made_before_a_column_was_added_gains_it(tmp_path: Path) -> None:
+    """A server upgraded on its data folder keeps its batches: `batches.attempts` is added."""
+    engine = engine_for(None, tmp_path)
+    metadata.create_all(engine)
+    with engine.begin() as db:
+        db.execute(text("ALTER TABLE batches DROP COLUMN attempts"))
+        db.execute(insert(batches).values(**a_batch("batch-old")))
+    engine.dispose()
+    store = Store(engine_for(None, tmp_path))
+    try:
+        taken = store.claim_batch("server-1", LEASE)
+        assert taken is not None
+        assert (taken["id"], taken["attempts"]) == ("batch-old", 1)
+    finally:
+        store.close()
+
+
 def test_the_oldest_batch_is_claimed_first(store: Store) -> None:
     store.add_batch(a_batch("newer", NOW + 5))
     store.add_batch(a_batch("older", NOW))
@@ -285,6 +313,10 @@ def test_a_released_line_waits_its_delay_before_it_is_claimed_again(store: Store
     assert claimed(store, "server-2") is None
     later(store, 6)
     line = store.claim_line("server-2", 30)
+    assert line is not None
+    assert (line["idx"], line["attempts"]) == (0, 1)  # given back, not counted
+    later(store, 31)  # server-2 died with both lines: those claims count
+    line = store.claim_line("server-3", 30)
     assert line is not None
     assert (line["idx"], line["attempts"]) == (0, 2)
     assert counts(store, batch) == {"total": 2, "completed": 0, "failed": 0}
