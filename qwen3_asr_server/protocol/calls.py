@@ -2,7 +2,8 @@
 session it opens (`multipart/form-data` with `sdp` and `session`, as the openai SDK sends it).
 
 Checked here before a peer connection is made for it: the offer is SDP, it sends audio (the
-call's input) and opens a data channel (where its events go); the session is a GA
+call's input), opens a data channel (where its events go) and has the DTLS fingerprint its
+media would be secured with (an offer without one could never connect); the session is a GA
 transcription session, read as a `session.update` would be. No I/O here.
 """
 
@@ -68,6 +69,13 @@ def checked_sdp(sdp: str) -> str:
         raise invalid(
             "The offer has no data channel (m=application): create the 'oai-events' channel "
             "before the offer; the call's events go on it.",
+            "sdp",
+            "invalid_offer",
+        )
+    if not any(line.startswith("a=fingerprint:") for line in lines):
+        raise invalid(
+            "The offer has no DTLS fingerprint (a=fingerprint), so a call made for it could "
+            "never connect: send the offer as the browser's RTCPeerConnection made it.",
             "sdp",
             "invalid_offer",
         )

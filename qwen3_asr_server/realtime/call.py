@@ -4,10 +4,11 @@ audio track and whose events travel on the data channel it opens, `oai-events`.
 aiortc answers the offer and decodes the track (Opus, 48 kHz) into frames the session hears
 at 16 kHz (`speech.audio.FrameResampler`); the channel carries the JSON events a WebSocket
 would, both ways, but audio never comes as `input_audio_buffer.append`. The call outlives the
-POST that answered its offer: it ends, and gives back its seat (`--max-sessions`), when the
-peer connection fails or closes, the channel closes, no audio comes for NO_AUDIO_SECONDS (the
-channel and the track must open within as long), the channel is flooded, or the server drains
-(once the utterance being spoken is transcribed, as a WebSocket session).
+POST that answered its offer: it ends, and gives back its seat (`--max-sessions`), when it has
+not connected (its channel open, its track come) within CONNECT_SECONDS of the answer, the
+peer connection fails or closes, the channel closes, no audio comes for NO_AUDIO_SECONDS, the
+channel is flooded, or the server drains (once the utterance being spoken is transcribed, as a
+WebSocket session).
 
 The channel is bounded as a WebSocket is: a message over MAX_MESSAGE_BYTES is refused, and
 client events beyond RATE a second (BURST at once) are dropped, each run of them told with an
@@ -44,6 +45,7 @@ from .session import Session
 logger = logging.getLogger(__name__)
 
 CHANNEL = "oai-events"  # the data channel's label, as OpenAI's calls name it
+CONNECT_SECONDS = 10.0  # ICE, DTLS and SCTP take a browser well under a second
 NO_AUDIO_SECONDS = 30.0
 MAX_MESSAGE_BYTES = 64 << 10  # a session.update is a few hundred bytes
 MAX_UNSENT_BYTES = 4 << 20  # events the client leaves unread before the call is dropped
@@ -154,10 +156,12 @@ class Call:
     async def _open(self) -> bool:
         """Whether the channel opened and the track came, before the call ended or timed out."""
         waits = [asyncio.create_task(self._ended.wait()), asyncio.create_task(self._opened.wait())]
-        await asyncio.wait(waits, timeout=NO_AUDIO_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=CONNECT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
         for wait in waits:
             wait.cancel()
         await asyncio.wait(waits)
+        if not (self._opened.is_set() or self._ended.is_set()):
+            logger.info("WebRTC call %s did not connect in %g s: ended", self.id, CONNECT_SECONDS)
         return self._opened.is_set() and not self._ended.is_set()
 
     async def _listen(self, track: MediaStreamTrack) -> None:

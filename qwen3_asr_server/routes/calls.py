@@ -5,8 +5,9 @@ The body is the caller's SDP offer, alone (`application/sdp`) or with the sessio
 the SDP answer, and `Location: /v1/realtime/calls/{call_id}`. A call made with an ephemeral key
 starts with the session the key was minted for, the form's `session` (if any) applied over
 it, as a `session.update` would be. The offer and the session are
-checked, and a seat taken (`--max-sessions`, shared with WebSocket sessions: a full server
-answers 429), before a peer connection is made; the call then runs by itself
+checked, the offer's ICE candidates screened (`realtime.ice.screen`), and a seat taken
+(`--max-sessions`, shared with WebSocket sessions: a full server answers 429), before a peer
+connection is made; the call then runs by itself
 (`realtime.call`) and gives the seat back when it ends. The key, the drain and the body's size
 (`middleware.body_limits`) are checked before this, as for any route.
 """
@@ -20,7 +21,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from ..errors import APIError
 from ..protocol import calls as protocol
-from ..realtime import call
+from ..realtime import call, ice
 from ..state import State
 from .client_secrets import granted
 
@@ -31,13 +32,14 @@ router = APIRouter()
 async def create_call(request: Request, state: State) -> Response:
     sdp, session = await _read(request)
     offer = protocol.offer(sdp, session, state.policy, granted(request, state))
+    screened = ice.screen(offer.sdp, ice.offers_loopback(state.settings.host))
     state.upstream.check_ready()
     state.seats.take()
     state.supervisor.activity.enter()  # an open call wakes the engine, and keeps it awake
     try:
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
         made = call.Call(state, request.state.request_id, offer.config)
-        answer = await made.answer(offer.sdp)
+        answer = await made.answer(screened)
     except BaseException:
         state.supervisor.activity.leave()
         state.seats.leave()

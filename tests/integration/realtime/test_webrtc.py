@@ -319,6 +319,7 @@ async def test_a_call_whose_audio_stops_or_channel_never_opens_ends(
     speech: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(call, "NO_AUDIO_SECONDS", 2.0)
+    monkeypatch.setattr(call, "CONNECT_SECONDS", 2.0)
     with serving() as url:
         async with calling(url, speech) as peer:  # 2.5 s of audio, then none
             events = await peer.until(count(TRANSCRIPTION + "completed"))

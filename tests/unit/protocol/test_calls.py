@@ -13,7 +13,10 @@ from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.protocol.realtime import SessionConfig
 
 POLICY = Policy(Catalog("qwen3-asr", ["gpt-4o-transcribe"], 0), 100, 1000)
-OFFER = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nm=audio 9 x 111\r\nm=application 9 x\r\n"
+OFFER = (
+    "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nm=audio 9 x 111\r\na=fingerprint:sha-256 AB:CD\r\n"
+    "m=application 9 x\r\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -24,9 +27,10 @@ OFFER = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nm=audio 9 x 111\r\nm=applicatio
         (OFFER.replace("m=audio", "m=video"), "m=audio"),
         (OFFER.replace("m=application", "m=video"), "m=application"),
         (OFFER + "m=audio 9 x 111\r\n" * 3, "5 media sections"),
+        (OFFER.replace("a=fingerprint:", "a=fingerprints:"), "DTLS fingerprint"),
     ],
 )
-def test_an_offer_must_be_sdp_with_audio_and_a_data_channel(sdp: str, said: str) -> None:
+def test_an_offer_must_be_sdp_with_audio_a_channel_and_a_fingerprint(sdp: str, said: str) -> None:
     with pytest.raises(APIError) as refused:
         checked_sdp(sdp)
     assert (refused.value.status, refused.value.param, refused.value.code) == (
