@@ -276,7 +276,9 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     app.add_middleware(BodyLimit, caps=body_caps(settings))
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
-    app.add_middleware(OriginCheck, allowed=settings.allowed_origins)
+    app.add_middleware(
+        OriginCheck, allowed=settings.allowed_origins, keyless=settings.api_key is None
+    )
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(ErrorGuard)
     app.add_middleware(RealtimeCORS, allowed=settings.allowed_origins)

@@ -58,7 +58,8 @@ class Alignments:
         """The text's words with their times: a segment per pass, running from its first
         word's start to its last word's end."""
         aligner = self.check_ready()
-        _fits(len(alignment.units(text, language)), [recording.duration], "recording")
+        given = await asyncio.to_thread(alignment.units, text, language)  # a client's text
+        _fits(len(given), [recording.duration], "recording")
         heard: Language | None = None
         if recording.duration <= alignment.MAX_SECONDS:
             shared = [_Share(0.0, recording.duration, text)]
@@ -96,16 +97,28 @@ class Alignments:
             service.upstream, recording, spans, options, request_id, progress
         )
         said = language or heard.language
-        given = alignment.units(text, said)
         # every piece of speech, heard or not: what the model missed (singing, a mumble)
         # may be where the text's words are, and its room counts
         stretches = [span.seconds(RATE) for span in spans]
         texts = {segment.start: segment.text for segment in heard.segments}
-        found = [alignment.units(texts.get(start, ""), said) for start, _ in stretches]
         lengths = [end - start for start, end in stretches]
-        _fits(len(given), lengths, "speech in the recording")
-        ranges = await asyncio.to_thread(sharing.shares, given, found, lengths)
+        given, ranges = await asyncio.to_thread(_matched, text, said, texts, stretches, lengths)
         return _cut(text, given, stretches, ranges), heard.language
+
+
+def _matched(
+    text: str,
+    said: Language | None,
+    texts: dict[float, str],
+    stretches: Sequence[tuple[float, float]],
+    lengths: Sequence[float],
+) -> tuple[list[alignment.Unit], list[range]]:
+    """The text's units, and the range of them each stretch is given (`sharing.shares`), from
+    what was heard in each (`texts`, by start): a client's text read in a thread."""
+    given = alignment.units(text, said)
+    found = [alignment.units(texts.get(start, ""), said) for start, _ in stretches]
+    _fits(len(given), lengths, "speech in the recording")
+    return given, sharing.shares(given, found, lengths)
 
 
 def _fits(count: int, seconds: Sequence[float], what: str) -> None:

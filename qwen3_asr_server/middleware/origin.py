@@ -9,6 +9,14 @@ asked) or one `--allowed-origins` names; clients that send no `Origin` (SDKs, ot
 are not browsers and are let through, to the key check. A WebRTC call's offer
 (`POST /v1/realtime/calls`) is checked alike: a page may send it as a form, which needs no
 CORS preflight, and each offer would hold a seat until its call timed out.
+
+On a server without `--api-key` every request that changes something (any method but GET,
+HEAD and OPTIONS: an upload, a batch, a cancel, a client secret, a transcription) is checked
+alike: a multipart or `text/plain` body is a "simple" request a page of any site may send
+without a preflight, and it would spend the GPU, fill the disk or mint keys. With a key such
+a page cannot send the key (an `Authorization` header needs a preflight, which only the
+Realtime routes answer, for `--allowed-origins`), so the key is the check, and clients that
+send an `Origin` of their own with it (a browser extension, a desktop app) are left alone.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from ..errors import APIError, send_error
 from ..protocol import calls
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})  # they change nothing, and a page reads no answer
 
 
 def normal(origin: str) -> str:
@@ -53,19 +62,27 @@ def admitted(origin: str, host: str | None, allowed: frozenset[str]) -> bool:
 def refused(origin: str) -> APIError:
     return APIError(
         403,
-        f"Realtime sessions from pages at {origin} are not allowed here (see --allowed-origins).",
+        f"Pages at {origin} may not call this server (see --allowed-origins).",
         code="origin_not_allowed",
     )
 
 
 class OriginCheck:
-    def __init__(self, app: ASGIApp, allowed: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed: Iterable[str], keyless: bool) -> None:
         self.app = app
         self.allowed = frozenset(each if each == "*" else normal(each) for each in allowed)
+        self.keyless = keyless  # no --api-key: every request that changes something is checked
+
+    def checks(self, scope: Scope) -> bool:
+        """Whether this request's `Origin` is checked (see the module)."""
+        if scope["type"] == "websocket":
+            return True
+        if scope["type"] != "http":
+            return False
+        return scope["path"] == calls.PATH or (self.keyless and scope["method"] not in _SAFE)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "websocket" or (kind == "http" and scope["path"] == calls.PATH):
+        if self.checks(scope):
             headers = Headers(scope=scope)
             origin = headers.get("origin")
             if origin is not None and not admitted(origin, headers.get("host"), self.allowed):

@@ -68,9 +68,19 @@ class AlignmentRequest(Uploaded):
                 param="text",
                 code="text_too_long",
             )
-        if not alignment.units(self.text, language):
+        longest = alignment.longest(alignment.units(self.text, language))
+        if longest is None:
             raise APIError(
                 400, "The 'text' has no word to align.", param="text", code="invalid_value"
+            )
+        if len(longest.text) > alignment.MAX_WORD_CHARACTERS:
+            raise APIError(
+                400,
+                f"The 'text' has a word of {len(longest.text)} letters at character "
+                f"{longest.first}, more than the {alignment.MAX_WORD_CHARACTERS} a word may "
+                "have: separate the words with spaces.",
+                param="text",
+                code="word_too_long",
             )
         return self
 

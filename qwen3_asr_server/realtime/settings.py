@@ -24,8 +24,9 @@ class RealtimeSettings(BaseModel):
         [],
         description="Comma-separated web origins (`https://app.example.com`, or `*` for any) "
         "whose pages may open /v1/realtime, besides the server's own, and mint client secrets "
-        "and make WebRTC calls with CORS; clients that send no `Origin` (SDKs, servers) are "
-        "not affected.",
+        "and make WebRTC calls with CORS; without --api-key, the only pages besides the "
+        "server's own that may POST or DELETE anything; clients that send no `Origin` (SDKs, "
+        "servers) are not affected.",
         json_schema_extra={"metavar": "ORIGIN,..."},
     )
     max_sessions: int = Field(

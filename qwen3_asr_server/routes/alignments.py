@@ -1,8 +1,12 @@
 """POST /v1/audio/alignments: a recording and the text said in it, the text's words timed
-(`alignments.service`) and answered in the word-timestamp shapes (`alignments.answers`)."""
+(`alignments.service`) and answered in the word-timestamp shapes (`alignments.answers`).
+
+The text is the client's, up to 300,000 characters: reading it into words and rendering its
+words are done in a thread, so that the event loop answers others meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
@@ -27,7 +31,7 @@ async def alignments(request: Request) -> Response:
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the audio as multipart/form-data with a 'file' field.", "file")
     async with request.form(max_files=1, max_fields=MAX_FORM_FIELDS) as fields:
-        asked = form.read(fields, AlignmentRequest, state.policy)
+        asked = await asyncio.to_thread(form.read, fields, AlignmentRequest, state.policy)
         job = await state.transcription.accept(asked.transcription(), asr=False)
     request.state.audio_seconds = job.audio.duration  # access_log.AUDIO_SECONDS
     try:
@@ -37,7 +41,7 @@ async def alignments(request: Request) -> Response:
     finally:
         job.release()
     kind = asked.response_format
-    body = kind.render(transcript, job.request)
+    body = await asyncio.to_thread(kind.render, transcript, job.request)
     if isinstance(body, str):
         return Response(body, media_type=kind.content_type)
     return JSONResponse(body)

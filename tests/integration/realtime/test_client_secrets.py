@@ -146,7 +146,7 @@ async def _refused(url: str, body: Any) -> dict[str, Any]:
         answer = await http.post(
             url.replace("ws://", "http://") + SECRETS,
             content=body if isinstance(body, bytes) else json.dumps(body),
-            headers={"Authorization": f"Bearer {KEY}"},
+            headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
         )
     assert answer.status_code == 400, answer.text
     error: dict[str, Any] = answer.json()["error"]

@@ -106,6 +106,28 @@ async def test_a_text_over_the_character_limit_is_refused(
     assert form["properties"]["text"]["maxLength"] == 300_000
 
 
+@pytest.mark.parametrize(("letters", "status"), [(200, 200), (201, 400), (299_990, 400)])
+async def test_a_word_longer_than_any_word_is_refused_and_the_server_serves_on(
+    aligned: Harness, aligner: tuple[StandInAligner, str], letters: int, status: int
+) -> None:
+    """One word of 300,000 letters stalled the event loop for seconds, read a letter at a time."""
+    word = "e-" + "a" * (letters - 1)  # punctuation inside a word does not count
+    response = await _align(aligned, _clip(1.0), f"a {word} a")
+    assert response.status_code == status, response.text
+    if status == 400:
+        error = response.json()["error"]
+        assert (error["type"], error["param"], error["code"]) == (
+            "invalid_request_error",
+            "text",
+            "word_too_long",
+        )
+        assert f"{letters} letters at character 2" in error["message"]
+        assert aligner[0].requests == []
+    else:
+        assert [word["word"] for word in response.json()["words"]][1] == word.replace("-", "")
+    assert (await aligned.http.get("/livez")).status_code == 200
+
+
 async def test_no_piece_of_a_long_recording_gets_more_words_than_its_seconds_allow(
     aligned: Harness, aligner: tuple[StandInAligner, str]
 ) -> None:

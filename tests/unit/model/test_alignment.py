@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import itertools
+import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qwen3_asr_server.model.alignment import (
+    MAX_WORD_CHARACTERS,
     Unit,
     Word,
     aligner_text,
     best_bins,
+    longest,
     placed,
     repair,
     units,
@@ -46,6 +51,43 @@ def test_units(text: str, language: str | None, expected: list[str]) -> None:
 
 def test_units_keep_where_a_word_with_punctuation_inside_lies() -> None:
     assert units("an e-mail.", ENGLISH) == [Unit("an", 0, 2), Unit("email", 3, 9)]
+
+
+def _read_a_character_at_a_time(text: str, language: str | None) -> list[Unit]:
+    """What `units` means, read as the docstring says (in quadratic time)."""
+    by_character = language in ("Chinese", "Cantonese", "Japanese")
+    found: list[Unit] = []
+    word, first, last = "", 0, 0
+    for index, char in enumerate(text):
+        name = unicodedata.name(char, "")
+        alone = name.startswith(("CJK UNIFIED", "CJK COMPATIBILITY IDEOGRAPH"))
+        if alone or (by_character and name.startswith(("HIRAGANA", "KATAKANA"))):
+            found += [Unit(word, first, last)] if word else []
+            found.append(Unit(char, index, index + 1))
+            word = ""
+        elif char == "'" or unicodedata.category(char)[0] in "LN":
+            first, word, last = first if word else index, word + char, index + 1
+        elif char.isspace() or by_character:
+            found += [Unit(word, first, last)] if word else []
+            word = ""
+    return found + ([Unit(word, first, last)] if word else [])
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab'1 -.,\n\u00e9\u4f60\u3053\u30ab\u3001\u0301")),
+    st.sampled_from([None, "English", "Japanese", "Chinese"]),
+)
+def test_units_read_any_text_as_a_character_at_a_time(text: str, language: str | None) -> None:
+    expected = _read_a_character_at_a_time(text, language)
+    assert units(text, resolve(language) if language else None) == expected
+
+
+def test_a_long_word_is_one_unit_and_the_longest() -> None:
+    word = "x" * (100 * MAX_WORD_CHARACTERS)
+    found = units(f"a {word}-{word} b", ENGLISH)
+    assert [len(unit.text) for unit in found] == [1, 2 * len(word), 1]
+    assert longest(found) == found[1]
+    assert longest([]) is None
 
 
 def test_aligner_text_puts_two_timestamps_after_every_unit() -> None:
