@@ -6,6 +6,8 @@ one kind a page cannot send without a CORS preflight. The server's own page, the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +28,24 @@ BATCH = {
 }
 
 
-def _attempts(http: httpx.AsyncClient, origin: str) -> dict[str, Any]:
-    """Each kind of request that changes something, as a page of `origin` sends it: forms
-    and `text/plain`, which need no preflight."""
+def _attempts(http: httpx.AsyncClient, origin: str) -> dict[str, Callable[[], Any]]:
+    """Each kind of request that changes something, as a page of `origin` sends it (forms
+    and `text/plain`, which need no preflight), to be sent when called."""
     page = {"Origin": origin}
     plain = {**page, "Content-Type": "text/plain"}
     clip = {"file": ("a.wav", wav(1.0))}
     return {
-        "upload": http.post("/v1/files", files=clip, data={"purpose": "user_data"}, headers=page),
-        "batch": http.post("/v1/batches", content=json.dumps(BATCH), headers=plain),
-        "cancel": http.post("/v1/batches/batch_x/cancel", headers=page),
-        "delete": http.delete("/v1/files/file-x", headers=page),
-        "secret": http.post("/v1/realtime/client_secrets", content="{}", headers=plain),
-        "transcription": http.post(
-            "/v1/audio/transcriptions", files=clip, data={"model": MODEL}, headers=page
+        "upload": partial(
+            http.post, "/v1/files", files=clip, data={"purpose": "user_data"}, headers=page
         ),
-        "chat": http.post("/v1/chat/completions", content="{}", headers=plain),
+        "batch": partial(http.post, "/v1/batches", content=json.dumps(BATCH), headers=plain),
+        "cancel": partial(http.post, "/v1/batches/batch_x/cancel", headers=page),
+        "delete": partial(http.delete, "/v1/files/file-x", headers=page),
+        "secret": partial(http.post, "/v1/realtime/client_secrets", content="{}", headers=plain),
+        "transcription": partial(
+            http.post, "/v1/audio/transcriptions", files=clip, data={"model": MODEL}, headers=page
+        ),
+        "chat": partial(http.post, "/v1/chat/completions", content="{}", headers=plain),
     }
 
 
@@ -55,7 +59,7 @@ def _error(response: httpx.Response, status: int, code: str) -> None:
 async def test_without_a_key_a_page_of_another_site_changes_nothing(tmp_path: Path) -> None:
     async with app_before(StandIn(MODEL), data_dir=tmp_path) as harness:
         for name, attempt in _attempts(harness.http, EVIL).items():
-            response = await attempt
+            response = await attempt()
             _error(response, 403, "origin_not_allowed")
             assert EVIL in response.json()["error"]["message"], name
         assert (await harness.http.get("/v1/files", headers={"Origin": EVIL})).status_code == 200
@@ -95,7 +99,7 @@ async def test_a_json_route_takes_only_a_body_sent_as_json(tmp_path: Path) -> No
     async with app_before(StandIn(MODEL), data_dir=tmp_path) as harness:
         for name, attempt in _attempts(harness.http, OWN).items():
             if name in ("batch", "secret", "chat"):
-                response = await attempt
+                response = await attempt()
                 _error(response, 415, "unsupported_media_type")
                 assert "text/plain" in response.json()["error"]["message"]
         untyped = await harness.http.post("/v1/realtime/client_secrets", content=b"{}")
