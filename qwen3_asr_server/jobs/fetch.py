@@ -24,7 +24,7 @@ from aiohttp.abc import AbstractResolver
 from aiohttp.resolver import DefaultResolver
 
 from ..errors import APIError, invalid
-from .addresses import public
+from ..protocol.addresses import public
 
 logger = logging.getLogger(__name__)
 

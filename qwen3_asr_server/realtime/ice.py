@@ -12,15 +12,16 @@ candidates here before aiortc asks it to gather (which it then skips), through t
 its own `gather_candidates` sets. `tests/integration/realtime/test_webrtc.py` checks the
 answer's candidates, so an aioice that changes them fails there, not in production.
 
-Each candidate an offer lists draws STUN checks from the server to that address and port, so
-the offer is screened before aiortc sees it: only addresses in the scope the server offers are
-kept (loopback ones by a server that offers loopback, any other unicast address by one that
-offers its network addresses; never link-local, multicast, broadcast, unspecified or reserved
-ones, nor a cloud's metadata service), and at most MAX_CANDIDATES distinct ones. Browsers'
-mDNS names (`<uuid>.local`) are dropped unresolved: resolving one asks the server's LAN by
-multicast and yields an address checked after this screen; the browser's own checks reach the
-server, which then knows its address (a peer-reflexive candidate), as for an offer that lists
-no candidates at all.
+Each candidate an offer lists draws STUN checks from the server to that address and port, so the
+offer is screened before aiortc sees it: only addresses in the scope the server offers are kept
+(loopback ones by a server that offers loopback, any other unicast address by one that offers
+its network addresses; never link-local, multicast, broadcast, unspecified or reserved ones, nor
+a cloud's metadata service, nor an IPv6 address that leads to an IPv4 one through a tunnel or
+translator: 6to4, Teredo, NAT64, `protocol.addresses.carried`), and at most MAX_CANDIDATES
+distinct ones. Browsers' mDNS names (`<uuid>.local`) are dropped unresolved: resolving one asks
+the server's LAN by multicast and yields an address checked after this screen; the browser's own
+checks reach the server, which then knows its address (a peer-reflexive candidate), as for an
+offer that lists no candidates at all.
 """
 
 from __future__ import annotations
@@ -31,14 +32,17 @@ from aioice import Connection
 from aiortc import RTCPeerConnection
 
 from ..errors import invalid
+from ..protocol import addresses
 
 CANDIDATE = "a=candidate:"
 END = "a=end-of-candidates"
 MAX_CANDIDATES = 8  # a browser lists 1-4 per network interface
-# neither link-local nor reserved, yet never a caller: AWS's IPv6 metadata service, NAT64's
-# window onto every IPv4 address, IPv4's "this network"
-NEVER = tuple(
-    ipaddress.ip_network(network) for network in ("fd00:ec2::254/128", "64:ff9b::/96", "0.0.0.0/8")
+# neither link-local nor reserved, yet never a caller: AWS's IPv6 metadata service, IPv4's
+# "this network", a local NAT64 prefix (a translator's, as `addresses.carried`'s are)
+NEVER = (
+    ipaddress.ip_network("fd00:ec2::254/128"),
+    ipaddress.ip_network("0.0.0.0/8"),
+    addresses.NAT64_LOCAL,
 )
 
 
@@ -65,8 +69,11 @@ def reachable(host: str, loopback: bool) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address) and not address.is_loopback:
+        if address.ipv4_mapped is not None:  # a dual-stack socket's spelling of an IPv4 one
+            address = address.ipv4_mapped
+        elif addresses.carried(address) is not None:  # a tunnel's or translator's: beyond scope
+            return False
     if address.is_loopback:
         return loopback
     return not (

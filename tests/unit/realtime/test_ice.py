@@ -64,6 +64,11 @@ def test_a_loopback_server_checks_loopback_candidates_only(address: str) -> None
         "fd00:ec2::254",  # AWS's IPv6 metadata service, a ULA
         "::ffff:169.254.169.254",
         "64:ff9b::a9fe:a9fe",  # the metadata service through NAT64
+        "64:ff9b::808:808",  # any IPv4 host through NAT64, public ones too
+        "64:ff9b:1::a00:5",  # a local NAT64 prefix
+        "2002:c0a8:114::1",  # 192.168.1.20 through 6to4
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+        "::ffff:0:7f00:1",  # IPv4-translated loopback
         "224.0.0.1",
         "239.255.255.250",
         "ff02::1",

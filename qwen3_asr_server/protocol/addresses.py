@@ -1,14 +1,16 @@
-"""Which addresses a `file_url` download may connect to: those anyone on the internet could
-reach. An IPv6 address that carries an IPv4 one reaches that IPv4 host through a translator
-or tunnel (NAT64 on an IPv6-only cluster, 6to4, Teredo, a dual-stack socket), so it is judged
-as the IPv4 it carries, not by the IPv6 range it sits in: `64:ff9b::7f00:1` is loopback.
+"""Addresses a client names for the server to reach: which a `file_url` download may connect to
+(`public`: those anyone on the internet could reach), and what an IPv6 address carries, for a
+WebRTC caller's candidates too (`realtime.ice`). An IPv6 address that carries an IPv4 one
+reaches that IPv4 host through a translator or tunnel (NAT64 on an IPv6-only cluster, 6to4,
+Teredo, a dual-stack socket), so it is judged as the IPv4 it carries, not by the IPv6 range it
+sits in: `64:ff9b::7f00:1` is loopback.
 
-The local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215) is refused whole: its translator may
-use any of RFC 6052's prefix lengths (/48 to /96), each reading the IPv4 from other bits of
-the same address, and which one the operator chose cannot be told from the address, so no
-reading of it is safe to trust; and it only ever names the operator's own translator.
-Operators' own network-specific NAT64 prefixes cannot be known at all: a private address
-behind one of those is for the network's egress policy to refuse."""
+The local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215) is refused whole: its translator may use
+any of RFC 6052's prefix lengths (/48 to /96), each reading the IPv4 from other bits of the same
+address, and which one the operator chose cannot be told from the address, so no reading of it
+is safe to trust; and it only ever names the operator's own translator. Operators' own
+network-specific NAT64 prefixes cannot be known at all: a private address behind one of those is
+for the network's egress policy to refuse."""
 
 from __future__ import annotations
 
