@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import socket
@@ -163,8 +164,13 @@ def test_sigkilled_server_takes_vllm_with_it(tmp_path: Path, run_server) -> None
 
 
 def _sockets(pid: int) -> set[str]:
-    fds = Path(f"/proc/{pid}/fd")
-    return {os.readlink(fd) for fd in fds.iterdir() if os.readlink(fd).startswith("socket:")}
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # closed since it was listed
+            link = os.readlink(fd)
+            if link.startswith("socket:"):
+                found.add(link)
+    return found
 
 
 def test_a_killed_servers_port_refuses_at_once(tmp_path: Path, run_server) -> None:

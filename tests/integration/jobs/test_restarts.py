@@ -34,14 +34,18 @@ def submit(client: openai.OpenAI, response_format: str) -> tuple[Batch, list[dic
          "body": {"file": clip.id, "response_format": response_format}}
         for i in range(LINES)
     ]  # fmt: skip
+    return _create(client, lines), lines
+
+
+def _create(client: openai.OpenAI, lines: list[dict[str, Any]]) -> Batch:
+    """A batch of `lines` created, from an input file of them."""
     text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     source = client.files.create(file=("calls.jsonl", text), purpose="batch")
-    batch = client.batches.create(
+    return client.batches.create(
         input_file_id=source.id,
         endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
         completion_window="24h",
     )
-    return batch, lines
 
 
 def _wait(client: openai.OpenAI, batch_id: str, done: int) -> Batch:
@@ -171,14 +175,7 @@ def _submit_with_a_killer(client: openai.OpenAI) -> str:
         "body": {"file": clip.id, "prompt": "kill the server"},
     }
     lines.insert(2, killer)
-    text = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    source = client.files.create(file=("calls.jsonl", text), purpose="batch")
-    batch = client.batches.create(
-        input_file_id=source.id,
-        endpoint="/v1/audio/transcriptions",  # type: ignore[arg-type]
-        completion_window="24h",
-    )
-    return batch.id
+    return _create(client, lines).id
 
 
 def _until_done_or_dead(
