@@ -21,6 +21,7 @@ from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
 from .capacity.admission import Admission, Slots, limit_of
 from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
+from .capacity.drain import Drain
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
@@ -55,7 +56,6 @@ from .routes import (
     models,
     realtime,
 )
-from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder

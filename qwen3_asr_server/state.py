@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from .backend.aligner import Aligner
     from .backend.supervisor import BackendState
     from .backend.upstream import Upstream
+    from .capacity.drain import Drain
     from .capacity.seats import Seats
     from .chat.service import ChatService
     from .jobs.service import Jobs
     from .metrics import Metrics
     from .model.catalog import Catalog
     from .protocol.fields import Policy
-    from .serving.drain import Drain
     from .settings import Settings
     from .speakers.diarize import SpeakerFinder
     from .speech.onnx_models import Shared

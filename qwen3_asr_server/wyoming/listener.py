@@ -2,7 +2,7 @@
 
 The socket is bound by `main` (or a worker) before vLLM is launched, as the HTTP one is, so
 a busy port costs only a message. The listener accepts from the start of the lifespan to its
-end: the drain (`serving.drain`) runs before that end, so a command in flight finishes and a
+end: the drain (`capacity.drain`) runs before that end, so a command in flight finishes and a
 new one is refused with an `error` event; then every connection left is closed. The
 listener owns the commands' context (`vocabulary`) and, with `--hass-url`, the connection
 that follows Home Assistant's names into it (`hass`), for as long as it listens.
