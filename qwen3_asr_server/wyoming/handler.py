@@ -9,7 +9,8 @@ as vLLM writes it, `transcript-stop`, then `transcript`. A command answered at i
 heard is still streamed by the satellite until it reads the transcript: those chunks and the
 `audio-stop` after them are read and dropped, and a `transcribe` or `audio-start` begins the
 next command.
-A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
+A command holds a lease (`capacity.lease`) from its first event to its answer: the engine
+kept awake while its audio comes, and its place in the drain, so SIGTERM lets it finish.
 Anything that ends a command without a transcript (a bad event, a busy or loading model, the
 drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
 dropped, and the connection serves the next. Closing at once instead would drop what the
@@ -39,6 +40,7 @@ from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
+from ..capacity.lease import Lease
 from ..errors import APIError
 from ..speech.audio import Audio
 from ..state import AppState
@@ -63,6 +65,9 @@ class Handler(AsyncEventHandler):
         self.state = state
         self.vocabulary = vocabulary  # the context every command is transcribed with
         self.command: Command | None = None
+        # what a command holds from its first event to its answer: the engine awake while
+        # its audio comes, and its place in the drain (its readiness is the utterance's)
+        self.lease = Lease(activity=state.supervisor.activity, drain=state.drain)
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
         self.dropping = False  # a command refused: its events are dropped until audio-stop
@@ -166,19 +171,17 @@ class Handler(AsyncEventHandler):
             settings.wyoming_endpointing,
             max_seconds=settings.wyoming_max_audio_seconds,
         )
-        self.state.drain.enter()
-        self.state.supervisor.activity.enter()  # the engine wakes while the audio comes
+        self.lease.take()
         self.command = command
         self.request_id = secrets.token_hex(16)
         self.started = time.monotonic()
 
     def _end(self, outcome: str, audio: Audio | None = None) -> None:
-        """The command is over: out of the drain's count, counted and logged."""
+        """The command is over: its lease given back, counted and logged."""
         if self.command is None:
             return
         self.command = None
-        self.state.supervisor.activity.leave()
-        self.state.drain.leave()
+        self.lease.give_back()
         if outcome == "replaced":
             return
         self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()

@@ -11,6 +11,12 @@ Wyoming has no authentication, so what anyone who reaches the port can hold is b
 most --wyoming-max-connections open over the whole server (`capacity.seats`, shared by the
 workers), one more closed as soon as it is accepted; each reads its events within the
 port's timeouts and size (`events`), and each command's audio is bounded (`command`).
+
+A connection's seat is a lease (`capacity.lease`) of the seat alone, as every live session's
+bookkeeping is a lease: taken in the protocol factory (a lease's steps are synchronous),
+given back once, whatever ends the connection. It is not the command's lease (the handler's,
+the engine's activity and the drain's count): a connection is open while it is idle between
+commands, and an idle connection must neither keep the engine awake nor hold up a drain.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 
-from ..capacity.seats import Seats
+from ..capacity.lease import Lease
 from ..errors import APIError
 from ..state import AppState
 from .handler import Handler
@@ -40,18 +46,16 @@ class _Refused(asyncio.Protocol):
 
 
 class _Seated(asyncio.StreamReaderProtocol):
-    """A connection within the limit: its seat is given back when it is gone, whatever
-    ended it (the handler, the client, the server's close)."""
+    """A connection within the limit: its lease (its seat) is given back when it is gone,
+    whatever ended it (the handler, the client, the server's close)."""
 
-    def __init__(self, seats: Seats, serve: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, lease: Lease, serve: Callable[..., Awaitable[None]]) -> None:
         super().__init__(asyncio.StreamReader(), serve)
-        self._seats: Seats | None = seats
+        self._lease = lease
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        if self._seats is not None:
-            self._seats.leave()
-            self._seats = None
+        self._lease.give_back()  # once, however often the loop says the connection is lost
 
 
 class Listener:
@@ -99,16 +103,16 @@ class Listener:
 
     def _connection(self) -> asyncio.BaseProtocol:
         """A new connection's protocol: a seat taken (over all workers), or it is refused."""
-        seats = self.state.connections
+        lease = Lease(seats=self.state.connections)
         try:
-            seats.take()
+            lease.take()
         except APIError as full:  # counted (qwen3_asr_rejected_total), logged once a while
             if not self._full:
                 logger.warning("Wyoming connections refused: %s", full.message)
             self._full = True
             return _Refused()
         self._full = False
-        return _Seated(seats, self._serve)
+        return _Seated(lease, self._serve)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
