@@ -38,10 +38,10 @@ from ..capacity.lease import Lease
 from ..errors import EventError, invalid
 from ..protocol.realtime import SessionConfig
 from ..speech.audio import FrameResampler
-from ..state import AppState
 from . import ice
 from . import server_events as events
 from .server_events import ClientGone, Event
+from .services import RealtimeServices
 from .session import Session
 
 logger = logging.getLogger(__name__)
@@ -82,11 +82,11 @@ class Bucket:
 class Call:
     """One call's peer connection and session; `answer` the offer, then `serve` it."""
 
-    def __init__(self, state: AppState, request_id: str, config: SessionConfig) -> None:
+    def __init__(self, services: RealtimeServices, request_id: str, config: SessionConfig) -> None:
         self.id = events.new_id("rtc")
-        self.state = state
+        self.services = services
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))  # host candidates only
-        self.session = Session(state, self.send, request_id, False, config=config, track=True)
+        self.session = Session(services, self.send, request_id, False, config=config, track=True)
         self._channel: RTCDataChannel | None = None
         self._track: MediaStreamTrack | None = None
         self._opened = asyncio.Event()  # the channel is open and the audio track came
@@ -110,7 +110,7 @@ class Call:
                 raise invalid(
                     f"The SDP offer could not be used{said}.", "sdp", "invalid_offer"
                 ) from None
-            address = ice.bound_address(self.state.settings.host)
+            address = ice.bound_address(self.services.settings.host)
             if address is not None:
                 await ice.gather_on(self.pc, address)
             await self.pc.setLocalDescription(await self.pc.createAnswer())
@@ -235,13 +235,13 @@ class Call:
             self._inbox.put_nowait(None)
 
 
-def start(state: AppState, call: Call, lease: Lease) -> None:
+def start(services: RealtimeServices, call: Call, lease: Lease) -> None:
     """Serve `call` past the POST that made it, holding `lease` (taken by the POST: its seat,
     its use of the engine, its place in the drain, which waits for it as for a WebSocket
     session) until it ends."""
     task = asyncio.create_task(_run(call, lease))
-    state.calls.add(task)
-    task.add_done_callback(state.calls.discard)
+    services.calls.add(task)
+    task.add_done_callback(services.calls.discard)
 
 
 async def _run(call: Call, lease: Lease) -> None:

@@ -45,12 +45,12 @@ async def create_call(request: Request, state: State) -> Response:
     ).take()
     try:
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
-        made = call.Call(state, request.state.request_id, offer.config)
+        made = call.Call(state.realtime, request.state.request_id, offer.config)
         answer = await made.answer(screened)
     except BaseException:
         lease.give_back()
         raise
-    call.start(state, made, lease)
+    call.start(state.realtime, made, lease)
     return Response(
         answer,
         201,

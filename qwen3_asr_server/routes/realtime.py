@@ -50,4 +50,6 @@ async def realtime(websocket: WebSocket) -> None:
         await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
         beta = websocket.headers.get("openai-beta", "").startswith("realtime=v1")
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
-        await Connection(state, websocket, beta or BETA_PROTOCOL in offered, config).serve()
+        await Connection(
+            state.realtime, websocket, beta or BETA_PROTOCOL in offered, config
+        ).serve()

@@ -43,11 +43,11 @@ from wyoming.server import AsyncEventHandler
 from ..capacity.lease import Lease
 from ..errors import APIError
 from ..speech.audio import Audio
-from ..state import AppState
 from ..transcription.utterance import transcribing, utterance
 from .command import Command, Refusal
 from .events import BadEvent, Idle, read_event
 from .info import info
+from .services import WyomingServices
 from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
@@ -58,16 +58,16 @@ class Handler(AsyncEventHandler):
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        state: AppState,
+        services: WyomingServices,
         vocabulary: Vocabulary,
     ) -> None:
         super().__init__(reader, writer)
-        self.state = state
+        self.services = services
         self.vocabulary = vocabulary  # the context every command is transcribed with
         self.command: Command | None = None
         # what a command holds from its first event to its answer: the engine awake while
         # its audio comes, and its place in the drain (its readiness is the utterance's)
-        self.lease = Lease(activity=state.supervisor.activity, drain=state.drain)
+        self.lease = Lease(activity=services.activity, drain=services.drain)
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
         self.dropping = False  # a command refused: its events are dropped until audio-stop
@@ -76,7 +76,7 @@ class Handler(AsyncEventHandler):
     async def run(self) -> None:
         """Serve events until the client leaves, is idle too long or sends one that cannot
         be read (the library's `run`, with the port's bounds and its own reader)."""
-        settings = self.state.settings
+        settings = self.services.settings
         self._is_running = True
         try:
             while self._is_running:
@@ -103,7 +103,7 @@ class Handler(AsyncEventHandler):
         logger.log(bad.level, "wyoming event refused from %s: %s", self._peer(), bad.text)
         self._end("invalid")
         with contextlib.suppress(OSError, TimeoutError):
-            async with asyncio.timeout(self.state.settings.wyoming_event_timeout):
+            async with asyncio.timeout(self.services.settings.wyoming_event_timeout):
                 await self.write_event(Error(text=bad.text, code=bad.code).event())
 
     def _peer(self) -> str:
@@ -112,7 +112,7 @@ class Handler(AsyncEventHandler):
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
-            await self.write_event(info(self.state.settings).event())
+            await self.write_event(info(self.services.settings).event())
             return True
         if Ping.is_type(event.type):  # a client checking the connection is alive
             await self.write_event(Pong(text=Ping.from_event(event).text).event())
@@ -157,16 +157,16 @@ class Handler(AsyncEventHandler):
         return self.command
 
     def _begin(self, transcribe: Transcribe | None) -> None:
-        if self.state.drain.draining:
+        if self.services.drain.draining:
             raise Refusal(
                 "server-shutting-down",
                 "The server is shutting down; retry shortly (another instance may answer).",
                 outcome="busy",
             )
-        settings = self.state.settings
+        settings = self.services.settings
         command = Command(
-            self.state.catalog,
-            self.state.speech_model,
+            self.services.catalog,
+            self.services.speech_model,
             transcribe,
             settings.wyoming_endpointing,
             max_seconds=settings.wyoming_max_audio_seconds,
@@ -184,7 +184,7 @@ class Handler(AsyncEventHandler):
         self.lease.give_back()
         if outcome == "replaced":
             return
-        self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+        self.services.metrics.wyoming_commands.labels(outcome=outcome).inc()
         logger.info(
             "wyoming command request_id=%s outcome=%s audio_seconds=%.2f duration=%.3f",
             self.request_id,
@@ -195,7 +195,7 @@ class Handler(AsyncEventHandler):
 
     async def _fail(self, outcome: str, code: str, text: str) -> None:
         if self.command is None:  # refused before it began (the drain, a bad transcribe)
-            self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+            self.services.metrics.wyoming_commands.labels(outcome=outcome).inc()
         self._end(outcome)
         try:
             await self.write_event(Error(text=text, code=code).event())
@@ -224,7 +224,7 @@ class Handler(AsyncEventHandler):
             await self.write_event(Transcript(text="", language=forced).event())
             return
         request = utterance(spoken, language=command.language, context=self.vocabulary.context)
-        service = self.state.transcription
+        service = self.services.transcription
         async with transcribing(service, request, "wyoming", self.request_id) as stream:
             await self.write_event(TranscriptStart(language=forced).event())
             async for text, _ in stream.texts():

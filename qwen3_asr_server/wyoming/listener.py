@@ -29,9 +29,9 @@ from collections.abc import Awaitable, Callable
 
 from ..capacity.lease import Lease
 from ..errors import APIError
-from ..state import AppState
 from .handler import Handler
 from .hass import HomeAssistant
+from .services import WyomingServices
 from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
@@ -59,14 +59,14 @@ class _Seated(asyncio.StreamReaderProtocol):
 
 
 class Listener:
-    def __init__(self, sock: socket.socket, state: AppState) -> None:
+    def __init__(self, sock: socket.socket, services: WyomingServices) -> None:
         self.sock = sock
-        self.state = state
+        self.services = services
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Handler] = {}
         self._full = False  # refusing connections: said once in the log, until one is taken
-        settings = state.settings
-        self.vocabulary = Vocabulary(settings, state.policy.context_limit)
+        settings = services.settings
+        self.vocabulary = Vocabulary(settings, services.policy.context_limit)
         self.home: HomeAssistant | None = None
         if settings.hass_url and settings.hass_token:
             self.home = HomeAssistant(
@@ -77,7 +77,7 @@ class Listener:
         """Listen, as `asyncio.start_server` does, within --wyoming-max-connections."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            self._connection, sock=self.sock, backlog=self.state.settings.backlog
+            self._connection, sock=self.sock, backlog=self.services.settings.backlog
         )
         host, port = self.sock.getsockname()[:2]
         logger.info("Wyoming protocol on tcp://%s:%d (no authentication)", host, port)
@@ -103,7 +103,7 @@ class Listener:
 
     def _connection(self) -> asyncio.BaseProtocol:
         """A new connection's protocol: a seat taken (over all workers), or it is refused."""
-        lease = Lease(seats=self.state.connections)
+        lease = Lease(seats=self.services.connections)
         try:
             lease.take()
         except APIError as full:  # counted (qwen3_asr_rejected_total), logged once a while
@@ -117,7 +117,7 @@ class Listener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        handler = Handler(reader, writer, self.state, self.vocabulary)
+        handler = Handler(reader, writer, self.services, self.vocabulary)
         self._connections[task] = handler
         try:
             with contextlib.suppress(OSError):  # a client gone: nothing more to say to it
