@@ -21,6 +21,7 @@ from .backend.supervisor import BackendState, Supervisor
 from .backend.upstream import Upstream
 from .capacity.admission import Admission, Slots, limit_of
 from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
+from .capacity.drain import Drain
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .chat.service import ChatService
 from .errors import LaunchError
@@ -43,6 +44,7 @@ from .model import alignment, prompt
 from .model.catalog import Catalog
 from .protocol.fields import Policy
 from .realtime import call
+from .realtime.services import RealtimeServices
 from .routes import (
     alignments,
     audio,
@@ -55,7 +57,6 @@ from .routes import (
     models,
     realtime,
 )
-from .serving.drain import Drain
 from .settings import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
@@ -69,6 +70,7 @@ from .transcription.service import TranscriptionService
 from .ui import routes as ui
 from .wyoming import discovery
 from .wyoming.listener import Listener
+from .wyoming.services import WyomingServices
 
 logger = logging.getLogger(__name__)
 
@@ -156,7 +158,8 @@ class _App(FastAPI):
 
 
 def app_state(settings: Settings, parts: Backends) -> AppState:
-    """The state of one app: its clients of the backends, its policy, its services."""
+    """The state of one app: its clients of the backends, its policy, its services, and the
+    narrow services of its live doors' sessions."""
     upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
     diarizer = _diarizer(settings.diarizer)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
@@ -173,17 +176,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         settings, upstream, stages, speech_model, parts.metrics, parts.budget
     )
     chat_service = ChatService(upstream, catalog)
-    downloads = Downloads(
-        settings.data_path / "downloads", settings.upload_bytes, settings.request_timeout
-    )
-    services = Services(
-        policy,
-        transcription,
-        chat_service,
-        parts.admission,
-        parts.metrics,
-        downloads if settings.batch_file_urls else None,
-    )
+    drain = Drain(upstream.abort, settings.shutdown_timeout)
     return AppState(
         settings=settings,
         metrics=parts.metrics,
@@ -191,17 +184,59 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         policy=policy,
         supervisor=parts.asr,
         upstream=upstream,
-        drain=Drain(upstream.abort, settings.shutdown_timeout),
+        drain=drain,
         transcription=transcription,
         chat=chat_service,
         speech_model=speech_model,
-        diarizer=diarizer,
         seats=parts.seats,
-        connections=parts.connections,
-        jobs=Jobs(settings, services),
+        jobs=_jobs(settings, parts, policy, transcription, chat_service),
+        realtime=RealtimeServices(
+            settings,
+            parts.metrics,
+            policy,
+            transcription,
+            speech_model,
+            diarizer,
+            _turn_end(settings),
+            parts.asr,
+            upstream,
+            drain,
+        ),
+        wyoming=WyomingServices(
+            settings,
+            parts.metrics,
+            catalog,
+            policy,
+            speech_model,
+            transcription,
+            parts.asr.activity,
+            drain,
+            parts.connections,
+        ),
         aligner=aligner,
-        turn_end=_turn_end(settings),
     )
+
+
+def _jobs(
+    settings: Settings,
+    parts: Backends,
+    policy: Policy,
+    transcription: TranscriptionService,
+    chat: ChatService,
+) -> Jobs:
+    """Files and batches, whose lines are run by the synchronous endpoints' own services."""
+    downloads = Downloads(
+        settings.data_path / "downloads", settings.upload_bytes, settings.request_timeout
+    )
+    services = Services(
+        policy,
+        transcription,
+        chat,
+        parts.admission,
+        parts.metrics,
+        downloads if settings.batch_file_urls else None,
+    )
+    return Jobs(settings, services)
 
 
 def create_app(
@@ -225,7 +260,7 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         for each in parts.supervisors:
             each.start()
-        listener = Listener(wyoming, state) if wyoming is not None else None
+        listener = Listener(wyoming, state.wyoming) if wyoming is not None else None
         if listener is not None:
             await listener.start()
         if state.jobs.stored:  # work left by the last run, or a queue shared with others
@@ -236,7 +271,7 @@ def create_app(
             async with advertised or contextlib.nullcontext():
                 yield
         finally:
-            await call.end_all(state.calls)
+            await call.end_all(state.realtime.calls)
             if listener is not None:
                 await listener.close()
             await state.jobs.aclose()

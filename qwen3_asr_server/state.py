@@ -1,9 +1,11 @@
-"""The one object that holds an app's state; routes reach it through `get_state`."""
+"""The one object that holds an app's state; routes reach it through `get_state`.
+
+The live doors' sessions never see it: the routes and the Wyoming listener hand them the
+narrow services they use (`realtime.services`, `wyoming.services`), built once with it."""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
@@ -13,19 +15,19 @@ if TYPE_CHECKING:
     from .backend.aligner import Aligner
     from .backend.supervisor import BackendState
     from .backend.upstream import Upstream
+    from .capacity.drain import Drain
     from .capacity.seats import Seats
     from .chat.service import ChatService
     from .jobs.service import Jobs
     from .metrics import Metrics
     from .model.catalog import Catalog
     from .protocol.fields import Policy
-    from .serving.drain import Drain
+    from .realtime.services import RealtimeServices
     from .settings import Settings
-    from .speakers.diarize import SpeakerFinder
     from .speech.onnx_models import Shared
     from .speech.silero import SpeechModel
-    from .speech.turn_end import TurnEnd
     from .transcription.service import TranscriptionService
+    from .wyoming.services import WyomingServices
 
 
 @dataclass
@@ -41,14 +43,12 @@ class AppState:
     chat: ChatService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
     speech_model: Shared[SpeechModel]
-    diarizer: SpeakerFinder | None  # None: --diarizer none
     seats: Seats  # Realtime sessions open, at most --max-sessions
-    connections: Seats  # Wyoming connections open, at most --wyoming-max-connections
     jobs: Jobs  # files and batches (--data-dir, --jobs-db)
+    # what the live doors' sessions are served with, handed down by their routes and listener
+    realtime: RealtimeServices  # the diarizer and Smart Turn (--smart-turn) too
+    wyoming: WyomingServices  # its connections' seats (--wyoming-max-connections) too
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
-    turn_end: TurnEnd | None = None  # Smart Turn, for semantic_vad sessions (--smart-turn)
-    # WebRTC calls, each serving past the POST that made it (`realtime.call`)
-    calls: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -4,7 +4,8 @@ audio track and whose events travel on the data channel it opens, `oai-events`.
 aiortc answers the offer and decodes the track (Opus, 48 kHz) into frames the session hears
 at 16 kHz (`speech.audio.FrameResampler`); the channel carries the JSON events a WebSocket
 would, both ways, but audio never comes as `input_audio_buffer.append`. The call outlives the
-POST that answered its offer: it ends, and gives back its seat (`--max-sessions`), when it has
+POST that answered its offer: it ends, and gives back the lease the POST took for it
+(`capacity.lease`: its seat of `--max-sessions`, its place in the drain), when it has
 not connected (its channel open, its track come) within CONNECT_SECONDS of the answer, the
 peer connection fails or closes, the channel closes, no audio comes for NO_AUDIO_SECONDS, the
 channel is flooded, or the server drains (once the utterance being spoken is transcribed, as a
@@ -33,13 +34,14 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 
+from ..capacity.lease import Lease
 from ..errors import EventError, invalid
 from ..protocol.realtime import SessionConfig
 from ..speech.audio import FrameResampler
-from ..state import AppState
 from . import ice
 from . import server_events as events
 from .server_events import ClientGone, Event
+from .services import RealtimeServices
 from .session import Session
 
 logger = logging.getLogger(__name__)
@@ -80,11 +82,11 @@ class Bucket:
 class Call:
     """One call's peer connection and session; `answer` the offer, then `serve` it."""
 
-    def __init__(self, state: AppState, request_id: str, config: SessionConfig) -> None:
+    def __init__(self, services: RealtimeServices, request_id: str, config: SessionConfig) -> None:
         self.id = events.new_id("rtc")
-        self.state = state
+        self.services = services
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))  # host candidates only
-        self.session = Session(state, self.send, request_id, False, config=config, track=True)
+        self.session = Session(services, self.send, request_id, False, config=config, track=True)
         self._channel: RTCDataChannel | None = None
         self._track: MediaStreamTrack | None = None
         self._opened = asyncio.Event()  # the channel is open and the audio track came
@@ -108,7 +110,7 @@ class Call:
                 raise invalid(
                     f"The SDP offer could not be used{said}.", "sdp", "invalid_offer"
                 ) from None
-            address = ice.bound_address(self.state.settings.host)
+            address = ice.bound_address(self.services.settings.host)
             if address is not None:
                 await ice.gather_on(self.pc, address)
             await self.pc.setLocalDescription(await self.pc.createAnswer())
@@ -233,24 +235,21 @@ class Call:
             self._inbox.put_nowait(None)
 
 
-def start(state: AppState, call: Call) -> None:
-    """Serve `call` past the POST that made it; the seat it holds and its use of the engine
-    are given back when it ends, and the drain waits for it as for a WebSocket session."""
-    state.drain.enter()
-    task = asyncio.create_task(_run(state, call))
-    state.calls.add(task)
-    task.add_done_callback(state.calls.discard)
+def start(services: RealtimeServices, call: Call, lease: Lease) -> None:
+    """Serve `call` past the POST that made it, holding `lease` (taken by the POST: its seat,
+    its use of the engine, its place in the drain, which waits for it as for a WebSocket
+    session) until it ends."""
+    task = asyncio.create_task(_run(call, lease))
+    services.calls.add(task)
+    task.add_done_callback(services.calls.discard)
 
 
-async def _run(state: AppState, call: Call) -> None:
-    try:
-        await call.serve()
-    except Exception:
-        logger.exception("WebRTC call %s failed", call.id)
-    finally:
-        state.supervisor.activity.leave()
-        state.seats.leave()
-        state.drain.leave()
+async def _run(call: Call, lease: Lease) -> None:
+    with lease:
+        try:
+            await call.serve()
+        except Exception:
+            logger.exception("WebRTC call %s failed", call.id)
 
 
 async def end_all(calls: set[asyncio.Task[None]]) -> None:

@@ -15,8 +15,8 @@ import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..protocol.realtime import SessionConfig
-from ..state import AppState
 from .server_events import ClientGone, Event
+from .services import RealtimeServices
 from .session import Session
 
 MAX_EVENT_BYTES = 4 << 20  # one client event; uvicorn's own frame limit (16 MiB) is above it
@@ -28,13 +28,17 @@ RESTART_REASON = "The server is restarting: reconnect."
 
 class Connection:
     def __init__(
-        self, state: AppState, websocket: WebSocket, beta: bool, config: SessionConfig | None = None
+        self,
+        services: RealtimeServices,
+        websocket: WebSocket,
+        beta: bool,
+        config: SessionConfig | None = None,
     ) -> None:
-        self.state = state
+        self.services = services
         self.websocket = websocket
         self._lock = asyncio.Lock()  # the session's parts and the frame loop both send
         request_id: str = websocket.state.request_id  # request_id.RequestIdMiddleware
-        self.session = Session(state, self.send, request_id, beta, config)
+        self.session = Session(services, self.send, request_id, beta, config)
 
     async def send(self, event: Event) -> None:
         async with self._lock:

@@ -26,11 +26,11 @@ from ..backend.vllm_realtime import LiveUtterance
 from ..errors import APIError
 from ..protocol.realtime import SessionConfig
 from ..speech.audio import RATE
-from ..state import AppState
 from ..transcription.usage import Tokens
 from . import server_events as events
 from .buffer import AudioBuffer
 from .server_events import ClientGone, Send
+from .services import RealtimeServices
 from .worker import Transcriber
 
 logger = logging.getLogger(__name__)
@@ -93,19 +93,19 @@ async def relay(
 class Relays:
     """A session's live utterances: at most one being spoken, earlier ones still answering."""
 
-    def __init__(self, state: AppState, send: Send, transcriber: Transcriber) -> None:
-        self.state = state
+    def __init__(self, services: RealtimeServices, send: Send, transcriber: Transcriber) -> None:
+        self.services = services
         self.tasks: set[asyncio.Task[None]] = set()
         self._offered = False  # vLLM's own realtime endpoint answers
         self._send = send
         self._transcriber = transcriber  # whose history a live transcript joins
 
     async def start(self) -> None:
-        settings = self.state.settings
+        settings = self.services.settings
         if settings.vllm_realtime:
-            base_url = self.state.supervisor.url
+            base_url = self.services.supervisor.url
             try:  # its engine woken first: this session keeps it awake from then on
-                await awake(self.state.supervisor.activity, settings.wake_timeout, "vLLM")
+                await awake(self.services.supervisor.activity, settings.wake_timeout, "vLLM")
                 self._offered = await vllm_realtime.offered(base_url, settings.backend_headers)
             except APIError:
                 logger.warning("vLLM's realtime endpoint did not answer; using the chat path")
@@ -130,9 +130,9 @@ class Relays:
 
     async def _relay(self, live: Live) -> None:
         with contextlib.suppress(ClientGone):  # the route sees it too, and ends the session
-            settings = self.state.settings
+            settings = self.services.settings
             utterance = LiveUtterance(
-                self.state.supervisor.url, self.state.upstream.model, settings.backend_headers
+                self.services.supervisor.url, self.services.upstream.model, settings.backend_headers
             )
 
             async def delta(text: str) -> None:
@@ -148,5 +148,5 @@ class Relays:
                 spoken = utterance.spoken
                 await self._transcriber.completed(live.item_id, transcript, tokens, None, spoken)
                 request_id = self._transcriber.request_id
-                service = self.state.transcription
+                service = self.services.transcription
                 service.finished(live.seconds, tokens, "realtime", transcript, request_id)

@@ -18,11 +18,11 @@ import numpy.typing as npt
 from ..errors import EventError
 from ..protocol import realtime
 from ..protocol.realtime import SessionConfig
-from ..state import AppState
 from . import server_events as events
 from .client_events import client_event_id, parse_client_event
 from .live import Live, Relays
 from .server_events import Send
+from .services import RealtimeServices
 from .turns import COMPLETE, TurnJudge, Turns
 from .worker import Transcriber
 
@@ -32,7 +32,7 @@ class Session:
 
     def __init__(
         self,
-        state: AppState,
+        services: RealtimeServices,
         send: Send,
         request_id: str,
         beta: bool,
@@ -40,22 +40,22 @@ class Session:
         config: SessionConfig | None = None,
         track: bool = False,  # a WebRTC call: its audio comes by its track, never appended
     ) -> None:
-        self.state = state
+        self.services = services
         self.request_id = request_id
         self.config = replace(config or SessionConfig(), beta=beta)
         self.track = track
         self.id = events.new_id("sess")
         self._send = send
-        self._worker = Transcriber(state, send, request_id, lambda: self.config)
-        self._relays = Relays(state, send, self._worker)
+        self._worker = Transcriber(services, send, request_id, lambda: self.config)
+        self._relays = Relays(services, send, self._worker)
         self._turns = Turns(
             send,
-            state.speech_model,
-            round(state.settings.segment_seconds * 1000),
+            services.speech_model,
+            round(services.settings.segment_seconds * 1000),
             started=self._speech_started,
             ended=self._worker.enqueue,
             speculator=self._worker,
-            judge=_judge(state),
+            judge=_judge(services),
         )
         self._turns.configure(self.config)
 
@@ -84,7 +84,7 @@ class Session:
 
     async def drained(self) -> None:
         """Returns once the server drains and the session has `settled`: time to close."""
-        await self.state.drain.started.wait()
+        await self.services.drain.started.wait()
         await self.settled()
 
     async def receive(self, message: str | bytes, max_bytes: int) -> None:
@@ -135,7 +135,7 @@ class Session:
             )
 
     async def _update(self, config: SessionConfig) -> None:
-        realtime.check(config, self.state.policy)
+        realtime.check(config, self.services.policy)
         self.config = config
         self._turns.configure(config)
         await self._send(events.session_updated(config, self.id))
@@ -144,12 +144,12 @@ class Session:
         return self._relays.begin(self.config, item_id, start)
 
 
-def _judge(state: AppState) -> TurnJudge | None:
+def _judge(services: RealtimeServices) -> TurnJudge | None:
     """The server's end-of-turn model (`--smart-turn`), its verdicts counted; None without."""
-    model = state.turn_end
+    model = services.turn_end
     if model is None:
         return None
-    judgements = state.metrics.turn_judgements
+    judgements = services.metrics.turn_judgements
 
     def judge(samples: npt.NDArray[np.int16]) -> float:
         probability = model(samples)

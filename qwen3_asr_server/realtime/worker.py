@@ -23,7 +23,6 @@ from ..model.languages import Language
 from ..protocol.realtime import SessionConfig
 from ..speakers.diarize import Voices
 from ..speech.audio import Audio
-from ..state import AppState
 from ..transcription.pieces import Cuts
 from ..transcription.streaming import TranscriptStream
 from ..transcription.usage import Tokens
@@ -31,6 +30,7 @@ from ..transcription.utterance import transcribing, utterance
 from . import server_events as events
 from .history import History
 from .server_events import ClientGone, Send
+from .services import RealtimeServices
 from .speculation import Basis, Speculation
 
 MAX_QUEUED = 8  # utterances waiting for the worker
@@ -45,11 +45,15 @@ class Utterance:
 
 class Transcriber:
     def __init__(
-        self, state: AppState, send: Send, request_id: str, config: Callable[[], SessionConfig]
+        self,
+        services: RealtimeServices,
+        send: Send,
+        request_id: str,
+        config: Callable[[], SessionConfig],
     ) -> None:
-        self.state = state
+        self.services = services
         self.request_id = request_id
-        self.history = History(state.policy.context_limit)
+        self.history = History(services.policy.context_limit)
         self.unfinished = 0  # utterances queued or being transcribed (the queue's own count)
         self._send = send
         self._config = config  # the session's, as it is when an utterance's turn comes
@@ -82,13 +86,13 @@ class Transcriber:
         speculation.task = task
         self._speculating.add(task)
         task.add_done_callback(self._speculating.discard)
-        self.state.metrics.realtime_speculations.labels(outcome="started").inc()
+        self.services.metrics.realtime_speculations.labels(outcome="started").inc()
         return speculation
 
     def drop(self, speculation: Speculation) -> None:
         """The turn did not end where the speculation cut it: cancel it."""
         speculation.drop()
-        self.state.metrics.realtime_speculations.labels(outcome="dropped").inc()
+        self.services.metrics.realtime_speculations.labels(outcome="dropped").inc()
 
     async def join(self) -> None:
         """Until every utterance queued so far is transcribed."""
@@ -127,7 +131,7 @@ class Transcriber:
 
     def _cuts(self, config: SessionConfig) -> Cuts | None:
         """Where a diarizing session's utterance changes speaker, as the session knows them."""
-        diarizer, voices = self.state.diarizer, self._voices
+        diarizer, voices = self.services.diarizer, self._voices
         if not config.diarize or diarizer is None:
             return None
         voices.most = config.max_speakers
@@ -150,7 +154,7 @@ class Transcriber:
         basis = Basis(config, self.history.context(config))
         speculation = spoken.speculation
         if speculation is not None and speculation.basis == basis:
-            self.state.metrics.realtime_speculations.labels(outcome="kept").inc()
+            self.services.metrics.realtime_speculations.labels(outcome="kept").inc()
             text = await speculation.keep()
         else:
             if speculation is not None:
@@ -181,7 +185,7 @@ class Transcriber:
             logprobs=config.logprobs,
             candidates=config.candidates,
         )
-        service, cuts = self.state.transcription, self._cuts(config)
+        service, cuts = self.services.transcription, self._cuts(config)
         try:
             async with transcribing(service, request, "realtime", self.request_id, cuts) as stream:
                 logprobs = await self._deltas(item_id, stream, config, send)

@@ -5,11 +5,13 @@ The body is the caller's SDP offer, alone (`application/sdp`) or with the sessio
 the SDP answer, and `Location: /v1/realtime/calls/{call_id}`. A call made with an ephemeral key
 starts with the session the key was minted for, the form's `session` (if any) applied over
 it, as a `session.update` would be. The offer and the session are
-checked, the offer's ICE candidates screened (`realtime.ice.screen`), and a seat taken
-(`--max-sessions`, shared with WebSocket sessions: a full server answers 429), before a peer
-connection is made; the call then runs by itself
-(`realtime.call`) and gives the seat back when it ends. The key, the drain and the body's size
-(`middleware.body_limits`) are checked before this, as for any route.
+checked, the offer's ICE candidates screened (`realtime.ice.screen`), and the call's lease
+taken (`capacity.lease`: a 503 while the model loads, a seat of `--max-sessions`, shared with
+WebSocket sessions, so that a full server answers 429, the engine kept awake, a place in the
+drain), before a peer connection is made. The call then runs by itself (`realtime.call`),
+holding the lease until it ends; one whose offer cannot be answered gives it back at once.
+The key, the drain and the body's size (`middleware.body_limits`) are checked before this,
+as for any route.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 from fastapi import APIRouter, Request, Response
 from starlette.datastructures import FormData, UploadFile
 
+from ..capacity.lease import Lease
 from ..errors import APIError
 from ..protocol import calls as protocol
 from ..realtime import call, ice
@@ -33,18 +36,21 @@ async def create_call(request: Request, state: State) -> Response:
     sdp, session = await _read(request)
     offer = protocol.offer(sdp, session, state.policy, granted(request, state))
     screened = ice.screen(offer.sdp, ice.offers_loopback(state.settings.host))
-    state.upstream.check_ready()
-    state.seats.take()
-    state.supervisor.activity.enter()  # an open call wakes the engine, and keeps it awake
+    # the call's, for its whole life: the POST's place in the drain ends with the POST
+    lease = Lease(
+        ready=state.upstream.check_ready,
+        seats=state.seats,
+        activity=state.supervisor.activity,  # an open call wakes the engine, keeps it awake
+        drain=state.drain,
+    ).take()
     try:
         await asyncio.to_thread(state.speech_model)  # the first session loads it, off the loop
-        made = call.Call(state, request.state.request_id, offer.config)
+        made = call.Call(state.realtime, request.state.request_id, offer.config)
         answer = await made.answer(screened)
     except BaseException:
-        state.supervisor.activity.leave()
-        state.seats.leave()
+        lease.give_back()
         raise
-    call.start(state, made)
+    call.start(state.realtime, made, lease)
     return Response(
         answer,
         201,

@@ -16,9 +16,9 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import SecretStr
 
+from ..capacity.drain import ANSWER_GRACE, Drain
 from ..settings import MIB, Settings
 from . import log_redaction
-from .drain import ANSWER_GRACE, Drain
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ _M_MMAP_THRESHOLD = -3
 
 
 class Server(uvicorn.Server):
-    """uvicorn that drains the app (see `serving.drain`) before its own shutdown begins."""
+    """uvicorn that drains the app (see `capacity.drain`) before its own shutdown begins."""
 
     def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)

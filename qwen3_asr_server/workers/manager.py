@@ -1,6 +1,6 @@
 """The main process of `--workers N`: it runs the supervisors, starts the N workers (each
 listening on the port, see `serving.port_socket`), starts another in place of any that dies,
-and on SIGTERM, SIGINT or SIGHUP tells every worker (which drains, see `serving.drain`) and waits
+and on SIGTERM, SIGINT or SIGHUP tells every worker (which drains, see `capacity.drain`) and waits
 for them before it stops vLLM.
 
 A worker is `python -m qwen3_asr_server.workers.worker` with the server's own command line,

@@ -9,7 +9,8 @@ as vLLM writes it, `transcript-stop`, then `transcript`. A command answered at i
 heard is still streamed by the satellite until it reads the transcript: those chunks and the
 `audio-stop` after them are read and dropped, and a `transcribe` or `audio-start` begins the
 next command.
-A command counts for the drain from its first event to its answer, so SIGTERM lets it finish.
+A command holds a lease (`capacity.lease`) from its first event to its answer: the engine
+kept awake while its audio comes, and its place in the drain, so SIGTERM lets it finish.
 Anything that ends a command without a transcript (a bad event, a busy or loading model, the
 drain) is an `error` event; the rest of that command (up to its `audio-stop`) is read and
 dropped, and the connection serves the next. Closing at once instead would drop what the
@@ -39,13 +40,14 @@ from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 
+from ..capacity.lease import Lease
 from ..errors import APIError
 from ..speech.audio import Audio
-from ..state import AppState
 from ..transcription.utterance import transcribing, utterance
 from .command import Command, Refusal
 from .events import BadEvent, Idle, read_event
 from .info import info
+from .services import WyomingServices
 from .vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
@@ -56,13 +58,16 @@ class Handler(AsyncEventHandler):
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        state: AppState,
+        services: WyomingServices,
         vocabulary: Vocabulary,
     ) -> None:
         super().__init__(reader, writer)
-        self.state = state
+        self.services = services
         self.vocabulary = vocabulary  # the context every command is transcribed with
         self.command: Command | None = None
+        # what a command holds from its first event to its answer: the engine awake while
+        # its audio comes, and its place in the drain (its readiness is the utterance's)
+        self.lease = Lease(activity=services.activity, drain=services.drain)
         self.request_id = "-"
         self.started = 0.0  # when the command's first event came (time.monotonic)
         self.dropping = False  # a command refused: its events are dropped until audio-stop
@@ -71,7 +76,7 @@ class Handler(AsyncEventHandler):
     async def run(self) -> None:
         """Serve events until the client leaves, is idle too long or sends one that cannot
         be read (the library's `run`, with the port's bounds and its own reader)."""
-        settings = self.state.settings
+        settings = self.services.settings
         self._is_running = True
         try:
             while self._is_running:
@@ -98,7 +103,7 @@ class Handler(AsyncEventHandler):
         logger.log(bad.level, "wyoming event refused from %s: %s", self._peer(), bad.text)
         self._end("invalid")
         with contextlib.suppress(OSError, TimeoutError):
-            async with asyncio.timeout(self.state.settings.wyoming_event_timeout):
+            async with asyncio.timeout(self.services.settings.wyoming_event_timeout):
                 await self.write_event(Error(text=bad.text, code=bad.code).event())
 
     def _peer(self) -> str:
@@ -107,7 +112,7 @@ class Handler(AsyncEventHandler):
 
     async def handle_event(self, event: Event) -> bool:
         if Describe.is_type(event.type):
-            await self.write_event(info(self.state.settings).event())
+            await self.write_event(info(self.services.settings).event())
             return True
         if Ping.is_type(event.type):  # a client checking the connection is alive
             await self.write_event(Pong(text=Ping.from_event(event).text).event())
@@ -152,36 +157,34 @@ class Handler(AsyncEventHandler):
         return self.command
 
     def _begin(self, transcribe: Transcribe | None) -> None:
-        if self.state.drain.draining:
+        if self.services.drain.draining:
             raise Refusal(
                 "server-shutting-down",
                 "The server is shutting down; retry shortly (another instance may answer).",
                 outcome="busy",
             )
-        settings = self.state.settings
+        settings = self.services.settings
         command = Command(
-            self.state.catalog,
-            self.state.speech_model,
+            self.services.catalog,
+            self.services.speech_model,
             transcribe,
             settings.wyoming_endpointing,
             max_seconds=settings.wyoming_max_audio_seconds,
         )
-        self.state.drain.enter()
-        self.state.supervisor.activity.enter()  # the engine wakes while the audio comes
+        self.lease.take()
         self.command = command
         self.request_id = secrets.token_hex(16)
         self.started = time.monotonic()
 
     def _end(self, outcome: str, audio: Audio | None = None) -> None:
-        """The command is over: out of the drain's count, counted and logged."""
+        """The command is over: its lease given back, counted and logged."""
         if self.command is None:
             return
         self.command = None
-        self.state.supervisor.activity.leave()
-        self.state.drain.leave()
+        self.lease.give_back()
         if outcome == "replaced":
             return
-        self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+        self.services.metrics.wyoming_commands.labels(outcome=outcome).inc()
         logger.info(
             "wyoming command request_id=%s outcome=%s audio_seconds=%.2f duration=%.3f",
             self.request_id,
@@ -192,7 +195,7 @@ class Handler(AsyncEventHandler):
 
     async def _fail(self, outcome: str, code: str, text: str) -> None:
         if self.command is None:  # refused before it began (the drain, a bad transcribe)
-            self.state.metrics.wyoming_commands.labels(outcome=outcome).inc()
+            self.services.metrics.wyoming_commands.labels(outcome=outcome).inc()
         self._end(outcome)
         try:
             await self.write_event(Error(text=text, code=code).event())
@@ -221,7 +224,7 @@ class Handler(AsyncEventHandler):
             await self.write_event(Transcript(text="", language=forced).event())
             return
         request = utterance(spoken, language=command.language, context=self.vocabulary.context)
-        service = self.state.transcription
+        service = self.services.transcription
         async with transcribing(service, request, "wyoming", self.request_id) as stream:
             await self.write_event(TranscriptStart(language=forced).event())
             async for text, _ in stream.texts():

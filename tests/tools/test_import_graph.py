@@ -111,3 +111,28 @@ def test_the_core_imports_nothing_of_http_nor_of_a_front_door() -> None:
         if each.startswith(FRONT) or each.split(".")[0] in FRONT
     }
     assert leaks == set()
+
+
+def _leaks(packages: tuple[str, ...], above: tuple[str, ...]) -> set[str]:
+    """Imports of the modules in `packages` that reach a module or package in `above`."""
+    inside = [m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in packages]
+    assert inside, f"no modules of {packages} found"
+    return {
+        f"{module} -> {each}"
+        for module in inside
+        for each in _imports(module)
+        if each.startswith(above) or each.split(".")[0] in above
+    }
+
+
+def test_the_capacity_layer_imports_nothing_it_counts_for() -> None:
+    """A session's lease takes small protocols: the capacity layer knows nothing of the
+    backend, the server's process, the app's state nor a front door."""
+    above = (*FRONT, f"{ROOT}.backend", f"{ROOT}.serving", f"{ROOT}.state")
+    assert _leaks(("capacity",), above) == set()
+
+
+def test_the_live_doors_see_their_services_not_the_app_state() -> None:
+    """Realtime sessions and Wyoming connections are handed the narrow services they use
+    (`realtime.services`, `wyoming.services`), never the app's state."""
+    assert _leaks(("realtime", "wyoming"), (f"{ROOT}.state",)) == set()

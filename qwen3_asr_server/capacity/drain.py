@@ -10,6 +10,10 @@ running then are ended the way a dying backend ends them (a 503, or an error eve
 stream), and only then does uvicorn shut down. Realtime sessions count as requests: each is
 told (`started`) and closes itself once the utterance being spoken is transcribed
 (`routes.realtime`).
+
+The count lives with the server's other counts (`capacity`), below every front door, so that
+what a live session holds can be taken and given back with its place in the drain;
+`serving.server` runs the drain before uvicorn's shutdown.
 """
 
 from __future__ import annotations
