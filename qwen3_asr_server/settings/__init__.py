@@ -22,12 +22,13 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from ..model import prompt
 from ..realtime.settings import RealtimeSettings
+from ..units import MIB
 from ..wyoming.settings import WyomingSettings
 from .aligner import AlignerSettings
 from .engine import EngineSettings
 from .flags import ENV_PREFIX
 from .jobs import JobsSettings
-from .limits import MIB, LimitsSettings
+from .limits import LimitsSettings
 from .logs import LoggingSettings
 from .server import ServerSettings
 
