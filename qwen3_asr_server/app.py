@@ -57,7 +57,7 @@ from .routes import (
     realtime,
 )
 from .serving.drain import Drain
-from .settings import Settings
+from .settings.composite import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
 from .speakers.embedding import SpeakerModel

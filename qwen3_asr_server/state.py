@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .model.catalog import Catalog
     from .protocol.fields import Policy
     from .serving.drain import Drain
-    from .settings import Settings
+    from .settings.composite import Settings
     from .speakers.diarize import SpeakerFinder
     from .speech.onnx_models import Shared
     from .speech.silero import SpeechModel

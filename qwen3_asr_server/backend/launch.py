@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..errors import LaunchError
 from ..model import alignment
-from ..settings import Settings
+from ..settings.composite import Settings
 
 # free_port's first: above the well-known services' ports (PostgreSQL's 5432, 8000s, 9000s)
 PORTS_FROM = 20000

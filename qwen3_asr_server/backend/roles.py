@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..settings import Settings
+from ..settings.composite import Settings
 from . import launch
 
 ASR = "asr"

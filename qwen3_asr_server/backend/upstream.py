@@ -17,7 +17,7 @@ import orjson
 from ..capacity.admission import Slots, limit_of
 from ..errors import APIError, unavailable
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings.composite import Settings
 from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching

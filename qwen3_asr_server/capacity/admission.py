@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..errors import APIError
 from ..metrics import Metrics
-from ..settings import Settings
+from ..settings.composite import Settings
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1

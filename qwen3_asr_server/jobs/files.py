@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import APIError
-from ..settings import MIB
+from ..units import MIB
 
 CHUNK = MIB
 # what a write past the disk's room fails with (EFBIG: past the process's `ulimit -f`)

@@ -5,7 +5,7 @@ systemd's `TimeoutStopSec`, `podman stop --time`) can be given enough before it 
 from __future__ import annotations
 
 from ..backend.supervisor import STOP_GRACE
-from ..settings import Settings
+from ..settings.composite import Settings
 from .drain import ANSWER_GRACE
 
 EXIT_GRACE = 10.0  # seconds past its drain a worker gets to exit before SIGKILL

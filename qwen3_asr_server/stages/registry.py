@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..backend.aligner import Aligner
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speakers.diarize import SpeakerFinder
 from ..speech.silero import SpeechModel
 from .speakers import SpeakerAttribution

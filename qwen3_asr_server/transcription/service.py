@@ -27,7 +27,7 @@ from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..metrics import Metrics, Protocol
 from ..model.languages import Language
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span

@@ -31,7 +31,7 @@ from ..backend.supervisor import Supervisor
 from ..metrics import Metrics
 from ..serving import budget
 from ..serving import server as serving
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..wyoming import discovery
 from .activity import SharedActivity
 from .table import Table

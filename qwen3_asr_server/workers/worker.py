@@ -29,7 +29,7 @@ from ..cli import parse_args
 from ..errors import LaunchError
 from ..metrics import Metrics
 from ..serving import server as serving
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speech import onnx_models
 from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView, WorkerCollector

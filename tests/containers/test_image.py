@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.serving import budget
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.podman import (
     CPU_IMAGE,
     RUN,

@@ -19,8 +19,8 @@ import yaml
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.serving import budget
-from qwen3_asr_server.settings import ENV_PREFIX, Settings
-from qwen3_asr_server.settings.flags import described
+from qwen3_asr_server.settings.composite import Settings
+from qwen3_asr_server.settings.flags import ENV_PREFIX, described
 from tests.fixtures.process import REPO
 
 # the manual's Kubernetes page: its overlay of one's own, and the components it names

@@ -18,7 +18,7 @@ from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.model.languages import Language, resolve
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech.audio import RATE, Audio
 from qwen3_asr_server.stages import registry, stage
 from qwen3_asr_server.stages.speakers import SpeakerAttribution
