@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..backend.aligner import Aligner
-from ..settings.composite import Settings
+from ..settings.limits import LimitsSettings
 from ..speakers.diarize import SpeakerFinder
 from ..speech.silero import SpeechModel
 from .speakers import SpeakerAttribution
@@ -14,7 +14,7 @@ from .words import WordAlignment
 
 
 def every(
-    settings: Settings,
+    settings: LimitsSettings,
     aligner: Aligner | None,
     speech: Callable[[], SpeechModel],
     diarizer: SpeakerFinder | None,

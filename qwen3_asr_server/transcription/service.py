@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import typing
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -27,7 +28,6 @@ from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..metrics import Metrics, Protocol
 from ..model.languages import Language
-from ..settings.composite import Settings
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span
@@ -50,6 +50,17 @@ INLINE_WAV_BYTES = 1 << 20
 transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
 
 
+class ServiceSettings(typing.Protocol):
+    """What the service reads: the limits on pieces, decoding and length (`settings.limits`)
+    and `--log-transcripts` (`settings.logs`)."""
+
+    segment_seconds: float
+    segment_concurrency: int
+    decode_workers: int
+    max_audio_seconds: float
+    log_transcripts: bool
+
+
 @dataclass(frozen=True)
 class Job:
     """A request accepted: its audio decoded, the stages it needs, how it is transcribed."""
@@ -68,7 +79,7 @@ class Job:
 class TranscriptionService:
     def __init__(
         self,
-        settings: Settings,
+        settings: ServiceSettings,
         upstream: Upstream,
         stages: Sequence[Stage],
         speech_model: Callable[[], SpeechModel],
