@@ -8,8 +8,8 @@ from ..backend.aligner import Aligner
 from ..settings.limits import LimitsSettings
 from ..speakers.diarize import SpeakerFinder
 from ..speech.silero import SpeechModel
+from ..transcription.stage import Stage
 from .speakers import SpeakerAttribution
-from .stage import Stage
 from .words import WordAlignment
 
 

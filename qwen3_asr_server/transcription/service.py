@@ -32,13 +32,12 @@ from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span
 from ..speech.silero import SpeechModel
-from ..stages import stage
-from ..stages.stage import Stage
-from . import channels, pieces
+from . import channels, pieces, stage
 from .channel_stream import ChannelStreams
 from .pieces import Cuts, Options
 from .progress import Progress
 from .request import Body, Encoded, Request
+from .stage import Stage
 from .streaming import TranscriptStream
 from .transcript import Transcript
 from .usage import Tokens
