@@ -28,13 +28,13 @@ from prometheus_client import multiprocess
 from ..backend import roles
 from ..backend.process_group import die_with_parent
 from ..backend.supervisor import Supervisor
+from ..capacity.table import Table
 from ..metrics import Metrics
 from ..serving import budget
 from ..serving import server as serving
 from ..settings.composite import Settings
 from ..wyoming import discovery
 from .activity import SharedActivity
-from .table import Table
 
 logger = logging.getLogger(__name__)
 
