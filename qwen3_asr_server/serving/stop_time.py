@@ -1,6 +1,9 @@
 """How long a stop may take, from SIGTERM to exit: the waits the code allows, summed in one
 place, so that whatever stops the server (Kubernetes' `terminationGracePeriodSeconds`,
-systemd's `TimeoutStopSec`, `podman stop --time`) can be given enough before it kills."""
+systemd's `TimeoutStopSec`, `podman stop --time`) can be given enough before it kills.
+
+It is the process's stop, so it lives with the process (`serving/`) and reads down: the
+drain's grace and the backends' (`backend.supervisor.STOP_GRACE`)."""
 
 from __future__ import annotations
 
