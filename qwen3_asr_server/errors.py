@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .units import MIB
-
+MIB = 1 << 20  # the unit of the *_mb settings, which the messages say too
 RETRY_AFTER_SECONDS = 5
 CLIENT_CLOSED = 499  # nginx's status for a client that left before its answer
 CLOSE = {"Connection": "close"}

@@ -16,8 +16,8 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import SecretStr
 
+from ..errors import MIB
 from ..settings.composite import Settings
-from ..units import MIB
 from . import log_redaction
 from .drain import ANSWER_GRACE, Drain
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol

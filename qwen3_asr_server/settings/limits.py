@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..units import MIB
+from ..errors import MIB
 
 
 class LimitsSettings(BaseModel):
