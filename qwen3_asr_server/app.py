@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from . import __version__, errors
+from . import __version__
 from .backend import launch, roles
 from .backend.aligner import Aligner
 from .backend.supervisor import BackendState, Supervisor
@@ -37,6 +37,7 @@ from .middleware.disconnect import CancelOnDisconnect
 from .middleware.drain import DrainMiddleware
 from .middleware.early_close import CloseEarlyAnswers
 from .middleware.error_guard import ErrorGuard
+from .middleware.errors import install as install_error_handlers
 from .middleware.metrics import MetricsMiddleware
 from .middleware.origin import OriginCheck
 from .middleware.request_id import RequestIdMiddleware
@@ -57,7 +58,7 @@ from .routes import (
     models,
     realtime,
 )
-from .settings import Settings
+from .settings.composite import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
 from .speakers.embedding import SpeakerModel
@@ -290,7 +291,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.asr = state
-    errors.install(app)
+    install_error_handlers(app)
     app.router.routes.extend(audio.routes + alignments.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import CliSettingsSource
 
-from .settings import GROUPS, Settings
+from .settings.composite import GROUPS, Settings
 from .settings.flags import Flag, flags, help_text
 from .wyoming import discovery
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .model.catalog import Catalog
     from .protocol.fields import Policy
     from .realtime.services import RealtimeServices
-    from .settings import Settings
+    from .settings.composite import Settings
     from .speech.onnx_models import Shared
     from .speech.silero import SpeechModel
     from .transcription.service import TranscriptionService

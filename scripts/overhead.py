@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qwen3_asr_server.backend import launch  # noqa: E402
-from qwen3_asr_server.settings import Settings  # noqa: E402
+from qwen3_asr_server.settings.composite import Settings  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
 from tests.fixtures.process import (  # noqa: E402
     cpu_seconds,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech import onnx_models
 from tests.fixtures.harness import MODEL, Harness, LiveServer, start_harness
 from tests.fixtures.servers import ThreadedServer

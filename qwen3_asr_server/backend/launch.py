@@ -19,10 +19,10 @@ import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..errors import LaunchError
 from ..model import alignment
-from ..settings import Settings
 
 # free_port's first: above the well-known services' ports (PostgreSQL's 5432, 8000s, 9000s)
 PORTS_FROM = 20000
@@ -40,6 +40,28 @@ RELEASED_TIMESTAMP_TOKEN_ID = 151705
 
 _NATIVE_MODEL_FILE = "vllm/model_executor/models/qwen3_asr.py"
 GiB = 1 << 30
+
+
+class LaunchSettings(Protocol):
+    """What a backend's command line is made of: the engine's settings (`settings.engine`),
+    the aligner's (`settings.aligner`) and `--vllm-realtime` (`settings.realtime`); `Settings`
+    has them all."""
+
+    model: str
+    cpu: bool
+    max_model_len: int
+    kv_cache_dtype: str | None
+    enable_prefix_caching: bool
+    gpu_memory_utilization: float | None
+    max_num_seqs: int | None
+    idle_sleep: float | None
+    vllm_realtime: bool
+    aligner: str | None
+    aligner_vllm_args: str
+    aligner_gpu_memory_utilization: float | None
+
+    @property
+    def served_name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +107,7 @@ def _program(cpu: bool) -> tuple[list[str], str]:
 
 
 def build(
-    settings: Settings,
+    settings: LaunchSettings,
     port: int,
     vllm_args: Sequence[str],
     environ: Mapping[str, str] = os.environ,
@@ -132,7 +154,9 @@ def build(
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
 
 
-def build_aligner(settings: Settings, port: int, environ: Mapping[str, str] = os.environ) -> Launch:
+def build_aligner(
+    settings: LaunchSettings, port: int, environ: Mapping[str, str] = os.environ
+) -> Launch:
     """The command that serves `settings.aligner` on 127.0.0.1:`port` as a pooling model.
 
     Its chat template is given literally (vLLM takes a template or a file): the checkpoint's
@@ -180,7 +204,7 @@ def build_aligner(settings: Settings, port: int, environ: Mapping[str, str] = os
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
 
 
-def _sleep_mode(settings: Settings, argv: list[str]) -> dict[str, str]:
+def _sleep_mode(settings: LaunchSettings, argv: list[str]) -> dict[str, str]:
     """--idle-sleep on a GPU: vLLM's sleep mode added to `argv`, and the environment of the
     development mode that serves its endpoints (on loopback, as all of this vLLM). The CPU
     build has no sleep mode: it is stopped instead (`backend.sleep`)."""

@@ -9,12 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from ..settings import Settings
 from . import launch
 
 ASR = "asr"
 ALIGNER = "aligner"
+
+
+class RoleSettings(launch.LaunchSettings, Protocol):
+    """What the backends are made of: what launches them, and the URLs of those already
+    running (`--backend-url`, `--aligner-url`) with the headers sent to the first."""
+
+    backend_url: str | None
+    aligner_url: str | None
+
+    @property
+    def backend_headers(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -28,7 +39,7 @@ class Backend:
     served_name: str | None = None
 
 
-def asr(settings: Settings, vllm_args: Sequence[str]) -> Backend:
+def asr(settings: RoleSettings, vllm_args: Sequence[str]) -> Backend:
     args = list(vllm_args)
     return Backend(
         role=ASR,
@@ -40,13 +51,13 @@ def asr(settings: Settings, vllm_args: Sequence[str]) -> Backend:
     )
 
 
-def every(settings: Settings, vllm_args: Sequence[str]) -> list[Backend]:
+def every(settings: RoleSettings, vllm_args: Sequence[str]) -> list[Backend]:
     """The ASR backend, then the aligner's when there is one."""
     found = aligner(settings)
     return [asr(settings, vllm_args)] + ([] if found is None else [found])
 
 
-def aligner(settings: Settings) -> Backend | None:
+def aligner(settings: RoleSettings) -> Backend | None:
     if settings.aligner_url:
         return Backend(
             role=ALIGNER, model=settings.aligner_url, url=settings.aligner_url, command=None

@@ -9,15 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import orjson
 
-from ..capacity.admission import Slots, limit_of
+from ..capacity.admission import AdmissionSettings, Slots, limit_of
 from ..errors import APIError, unavailable
 from ..metrics import Metrics
-from ..settings import Settings
 from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
@@ -60,9 +59,28 @@ def upstream_error(status: int, payload: Any) -> APIError:
     return failed(SPEECH_BACKEND, message)
 
 
+class UpstreamSettings(AdmissionSettings, Protocol):
+    """What the client reads: the limits' timeouts and slots (`settings.limits`), and the
+    engine's name, headers and wake timeout (`settings.engine`)."""
+
+    request_timeout: float
+    backend_wait: float
+    wake_timeout: float
+
+    @property
+    def served_name(self) -> str: ...
+
+    @property
+    def backend_headers(self) -> dict[str, str]: ...
+
+
 class Upstream:
     def __init__(
-        self, settings: Settings, supervisor: BackendState, admission: Slots, metrics: Metrics
+        self,
+        settings: UpstreamSettings,
+        supervisor: BackendState,
+        admission: Slots,
+        metrics: Metrics,
     ) -> None:
         self.supervisor = supervisor
         self.served_name = settings.served_name

@@ -14,7 +14,6 @@ from typing import Protocol
 
 from ..errors import APIError
 from ..metrics import Metrics
-from ..settings import Settings
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1
@@ -32,7 +31,15 @@ def background_room(limit: int) -> int:
     return max(1, limit - max(1, limit // 16))
 
 
-def limit_of(settings: Settings) -> int:
+class AdmissionSettings(Protocol):
+    """What the limit is read from: `--max-concurrent` (`settings.limits`), else
+    `--max-num-seqs` (`settings.engine`)."""
+
+    max_concurrent: int | None
+    max_num_seqs: int | None
+
+
+def limit_of(settings: AdmissionSettings) -> int:
     """Requests to vLLM in flight at once, for the whole server."""
     return settings.max_concurrent or settings.max_num_seqs or DEFAULT_LIMIT
 

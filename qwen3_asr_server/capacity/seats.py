@@ -27,7 +27,7 @@ RETRY_AFTER_SECONDS = 5
 @dataclass(frozen=True)
 class Kind:
     """What seats are counted for: the column of the workers' table that holds each worker's
-    count (`workers.table`), the gauge that shows it, the reason `qwen3_asr_rejected_total`
+    count (`capacity.table`), the gauge that shows it, the reason `qwen3_asr_rejected_total`
     counts a refusal under, and the words a refusal says."""
 
     column: str

@@ -18,9 +18,9 @@ import contextlib
 import time
 
 from ..metrics import Metrics
-from ..workers.table import Table
 from .admission import BACKGROUND, BACKGROUND_POLL, background_room, busy
 from .seats import REALTIME, Kind, full
+from .table import Table
 
 POLL = 0.005  # seconds; what a slot freed in another worker may stay unused at most
 

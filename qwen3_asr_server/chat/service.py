@@ -1,10 +1,12 @@
-"""The chat service: a checked chat request (`protocol.chat`) to vLLM, its answer cleaned.
+"""The chat service: a checked chat request (`request.Request`) to vLLM, its answer cleaned.
 
 For context-primed transcription: the client sends its own system turn and an `input_audio`
 / `audio_url` part; the answer comes back without the language prefix, whole or streamed,
 however the stream splits the prefix. Control tokens in the messages' text are removed
 before vLLM renders them (`prompt.sanitize_messages`), and the fields `protocol.chat` lets
-through only to drop them (OpenAI's account bookkeeping) are taken out, with a warning.
+through only to drop them (OpenAI's account bookkeeping) are taken out, with a warning. The
+request is a plain one, made from the wire model by whoever checked it (the route, a batch
+line), so that nothing here knows HTTP or pydantic.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from ..backend.upstream import EventStream, Upstream
 from ..model.catalog import Catalog
 from ..model.output import LogprobFilter, clean
 from ..model.prompt import sanitize_messages
-from ..protocol.chat import ChatRequest
 from . import stream
+from .request import Request
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +30,9 @@ class ChatService:
         self.upstream = upstream
         self.catalog = catalog
 
-    def _prepared(self, body: dict[str, Any], request: ChatRequest) -> str:
+    def _prepared(self, request: Request) -> str:
         """The body made ready for vLLM, in place; the id the client asked for, resolved."""
+        body = request.body
         if request.dropped:
             logger.warning(
                 "chat: dropped %s (OpenAI account fields; no effect on a transcript)",
@@ -37,15 +40,15 @@ class ChatService:
             )
             for key in request.dropped:
                 del body[key]
-        sanitize_messages(body["messages"], continuing=bool(request.continue_final_message))
+        sanitize_messages(body["messages"], continuing=request.continue_final_message)
         served = self.catalog.resolve(request.requested_model)
         body["model"] = self.upstream.model
         return served
 
-    async def answer(self, body: dict[str, Any], request: ChatRequest, request_id: str) -> Any:
+    async def answer(self, request: Request, request_id: str) -> Any:
         """vLLM's completion, each choice's text cleaned, under the id the client asked for."""
-        served = self._prepared(body, request)
-        answer = await self.upstream.chat(body, request_id)
+        served = self._prepared(request)
+        answer = await self.upstream.chat(request.body, request_id)
         for choice in answer.get("choices") or []:
             message = choice.get("message") or {}
             if isinstance(message.get("content"), str):
@@ -55,12 +58,12 @@ class ChatService:
         return answer
 
     async def stream(
-        self, body: dict[str, Any], request: ChatRequest, request_id: str
+        self, request: Request, request_id: str
     ) -> tuple[AsyncIterator[str], EventStream]:
         """The completion as server-sent events, read up to its first text (a backend that
         fails before that is an error here), and the stream to close once they are sent."""
-        served = self._prepared(body, request)
-        events = await self.upstream.chat_stream(body, request_id)
+        served = self._prepared(request)
+        events = await self.upstream.chat_stream(request.body, request_id)
         cleaned = stream.cleaned(events, served)
         try:
             head = await stream.until_text(cleaned)

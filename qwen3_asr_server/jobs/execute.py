@@ -71,9 +71,9 @@ def _whole(stream: bool) -> None:
 
 
 async def _chat(state: Services, body: dict[str, Any], request_id: str) -> Any:
-    checked = chat.read(body, state.policy)
-    _whole(checked.stream)
-    return await state.chat.answer(body, checked, request_id)
+    asked = chat.read(body, state.policy).completion(body)
+    _whole(asked.stream)
+    return await state.chat.answer(asked, request_id)
 
 
 async def _audio(

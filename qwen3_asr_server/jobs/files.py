@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import APIError
-from ..settings import MIB
+from ..errors import MIB, APIError
 
 CHUNK = MIB
 # what a write past the disk's room fails with (EFBIG: past the process's `ulimit -f`)

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 
-from ..settings import MIB
+from ..errors import MIB
 from .files import FileStorage, OverQuota
 from .store import Store
 

@@ -28,7 +28,7 @@ from .quota import Quota
 from .store import Store
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..settings.composite import Settings
 
 logger = logging.getLogger(__name__)
 IDLE_POLL = 1.0  # seconds between looks at the queue when it seemed empty

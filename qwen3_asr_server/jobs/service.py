@@ -21,7 +21,7 @@ from .store import Store
 from .webhooks import Webhooks, event
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from ..settings.composite import Settings
 
 logger = logging.getLogger(__name__)
 SWEEP_SECONDS = 60.0  # how often expired files are deleted

@@ -24,8 +24,9 @@ from pydantic import SecretStr
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import APIError, send_error
+from ..errors import APIError
 from ..realtime.secrets import ClientSecrets, is_ephemeral
+from .errors import send_error
 
 # The routes anyone may call: probes and scrapes (they hold no one's data), the playground's
 # page, files and language list (the page asks for the key before it calls the API), and the

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import APIError, json_too_large, too_large
+from ..errors import MIB, APIError, json_too_large, too_large
 from ..jobs.files import over_file_limit
 from ..protocol import calls
-from ..settings import MIB, Settings
+from ..settings.composite import Settings
 
 FORM_OVERHEAD = MIB  # room for the other form fields and the multipart framing
 UPLOAD_PATHS = ("/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/alignments")

@@ -13,7 +13,8 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import client_closed, response
+from ..errors import client_closed
+from .errors import response
 
 
 class CancelOnDisconnect:

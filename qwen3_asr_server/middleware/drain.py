@@ -1,8 +1,8 @@
 """Requests and Realtime sessions counted for the drain (`capacity.drain`), refused once it began.
 
 A refused HTTP request gets 503 with `Retry-After`; a refused WebSocket handshake gets the
-same answer where the server can send one (see `errors.send_error`). A Realtime session counts
-for as long as it is open: the drain waits for it to close itself.
+same answer where the server can send one (see `errors.send_error`, beside this module). A
+Realtime session counts for as long as it is open: the drain waits for it to close itself.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..capacity.drain import Drain, shutting_down
-from ..errors import send_error
+from .errors import send_error
 
 # Paths that answer during a drain: /health says so itself, /livez that the process is still
 # well (it is stopping on purpose), /metrics keeps being scraped.

@@ -7,7 +7,8 @@ import logging
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import APIError, client_closed, response
+from ..errors import APIError, client_closed
+from .errors import response
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import APIError, send_error
+from ..errors import APIError
 from ..protocol import calls
+from .errors import send_error
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})  # they change nothing, and a page reads no answer

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from ..chat.request import Request
 from ..errors import APIError, invalid
 from . import fields
 
@@ -144,6 +145,17 @@ class ChatRequest(BaseModel):
     def dropped(self) -> list[str]:
         """The `DROPPED` fields the body holds, to be taken out before vLLM sees it."""
         return [key for key in self.model_extra or {} if key in DROPPED]
+
+    def completion(self, body: dict[str, Any]) -> Request:
+        """What the chat service takes: `body`, the one this model was read from, and what
+        the service reads of it."""
+        return Request(
+            body=body,
+            requested_model=self.requested_model,
+            stream=bool(self.stream),
+            continue_final_message=bool(self.continue_final_message),
+            dropped=tuple(self.dropped),
+        )
 
 
 def read(body: Any, policy: fields.Policy) -> ChatRequest:

@@ -17,7 +17,7 @@ from ..backend.upstream import Upstream
 from ..capacity.drain import Drain
 from ..metrics import Metrics
 from ..protocol.fields import Policy
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speakers.diarize import SpeakerFinder
 from ..speech.onnx_models import Shared
 from ..speech.silero import SpeechModel

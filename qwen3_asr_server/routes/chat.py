@@ -1,5 +1,5 @@
-"""POST /v1/chat/completions: the body checked (`protocol.chat`), the chat service's answer
-sent back, whole or streamed."""
+"""POST /v1/chat/completions: the body checked (`protocol.chat`) and made the chat service's
+request, its answer sent back, whole or streamed."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ router = APIRouter()
 @router.post("/v1/chat/completions")
 async def chat_completions(request: Request, state: State) -> Response:
     body = await json_body(request)
-    checked = chat.read(body, state.policy)
+    asked = chat.read(body, state.policy).completion(body)
     request_id: str = request.state.request_id
-    if checked.stream:
-        events, upstream = await state.chat.stream(body, checked, request_id)
+    if asked.stream:
+        events, upstream = await state.chat.stream(asked, request_id)
         return StreamingResponse(
             events,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
             background=BackgroundTask(upstream.aclose),  # also when the stream never started
         )
-    return JSONResponse(await state.chat.answer(body, checked, request_id))
+    return JSONResponse(await state.chat.answer(asked, request_id))

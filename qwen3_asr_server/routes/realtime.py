@@ -18,7 +18,8 @@ import asyncio
 from fastapi import APIRouter, WebSocket
 
 from ..capacity.lease import Lease
-from ..errors import APIError, send_error
+from ..errors import APIError
+from ..middleware.errors import send_error
 from ..protocol.realtime import handshake
 from ..realtime.connection import Connection
 from ..state import get_state

@@ -17,7 +17,8 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from ..capacity.drain import ANSWER_GRACE, Drain
-from ..settings import MIB, Settings
+from ..errors import MIB
+from ..settings.composite import Settings
 from . import log_redaction
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 

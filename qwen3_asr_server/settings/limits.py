@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-MIB = 1 << 20  # the unit of the *_mb settings
+from ..errors import MIB
 
 
 class LimitsSettings(BaseModel):

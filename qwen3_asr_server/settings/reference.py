@@ -6,7 +6,7 @@ declarations so that it cannot drift from them (a test compares the committed pa
 
 from __future__ import annotations
 
-from . import GROUPS
+from .composite import GROUPS
 from .flags import Flag, flags
 
 INTRO = """\

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..backend.aligner import Aligner
-from ..settings import Settings
+from ..settings.limits import LimitsSettings
 from ..speakers.diarize import SpeakerFinder
 from ..speech.silero import SpeechModel
+from ..transcription.stage import Stage
 from .speakers import SpeakerAttribution
-from .stage import Stage
 from .words import WordAlignment
 
 
 def every(
-    settings: Settings,
+    settings: LimitsSettings,
     aligner: Aligner | None,
     speech: Callable[[], SpeechModel],
     diarizer: SpeakerFinder | None,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import typing
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -27,18 +28,16 @@ from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..metrics import Metrics, Protocol
 from ..model.languages import Language
-from ..settings import Settings
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span
 from ..speech.silero import SpeechModel
-from ..stages import stage
-from ..stages.stage import Stage
-from . import channels, pieces
+from . import channels, pieces, stage
 from .channel_stream import ChannelStreams
 from .pieces import Cuts, Options
 from .progress import Progress
 from .request import Body, Encoded, Request
+from .stage import Stage
 from .streaming import TranscriptStream
 from .transcript import Transcript
 from .usage import Tokens
@@ -48,6 +47,17 @@ from .usage import Tokens
 INLINE_WAV_BYTES = 1 << 20
 # --log-transcripts: each transcription's text, quoted so that it stays on one line
 transcript_logger = logging.getLogger("qwen3_asr_server.transcripts")
+
+
+class ServiceSettings(typing.Protocol):
+    """What the service reads: the limits on pieces, decoding and length (`settings.limits`)
+    and `--log-transcripts` (`settings.logs`)."""
+
+    segment_seconds: float
+    segment_concurrency: int
+    decode_workers: int
+    max_audio_seconds: float
+    log_transcripts: bool
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ class Job:
 class TranscriptionService:
     def __init__(
         self,
-        settings: Settings,
+        settings: ServiceSettings,
         upstream: Upstream,
         stages: Sequence[Stage],
         speech_model: Callable[[], SpeechModel],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from ..backend.activity import AWAKE, DOZING
-from .table import ROLES, Table
+from ..capacity.table import ROLES, Table
 
 
 class SharedActivity:

@@ -28,13 +28,13 @@ from prometheus_client import multiprocess
 from ..backend import roles
 from ..backend.process_group import die_with_parent
 from ..backend.supervisor import Supervisor
+from ..capacity.table import Table
 from ..metrics import Metrics
-from ..serving import budget
 from ..serving import server as serving
-from ..settings import Settings
+from ..serving import stop_time
+from ..settings.composite import Settings
 from ..wyoming import discovery
 from .activity import SharedActivity
-from .table import Table
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ class Manager:
         and exit, then SIGKILL to any left."""
         if self.signal is None:
             self._tell(signal.SIGTERM)
-        _, late = await asyncio.wait(watches, timeout=budget.worker_seconds(self.settings))
+        _, late = await asyncio.wait(watches, timeout=stop_time.worker_seconds(self.settings))
         if late:
             logger.warning("%d workers did not exit in time; killing them", len(late))
             self._tell(signal.SIGKILL)

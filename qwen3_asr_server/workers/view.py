@@ -14,6 +14,7 @@ from prometheus_client.registry import Collector
 
 from ..backend.activity import Activity
 from ..backend.roles import Backend
+from ..capacity.table import Table
 from ..metrics import (
     BACKEND_INFO,
     BACKEND_RESTARTS,
@@ -25,7 +26,6 @@ from ..metrics import (
     WORKER_RESTARTS,
 )
 from .activity import SharedActivity
-from .table import Table
 
 
 class BackendView:

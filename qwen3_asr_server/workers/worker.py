@@ -25,13 +25,13 @@ from ..capacity.admission import limit_of
 from ..capacity.budget import AudioBudget, budget_seconds
 from ..capacity.seats import WYOMING
 from ..capacity.shared import SharedAdmission, SharedLedger, SharedSeats
+from ..capacity.table import FILE_NAME, Table
 from ..cli import parse_args
 from ..errors import LaunchError
 from ..metrics import Metrics
 from ..serving import server as serving
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speech import onnx_models
-from .table import FILE_NAME, Table
 from .view import BackendCollector, BackendView, WorkerCollector
 
 

@@ -15,7 +15,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 
-from .settings import WyomingSettings, advertised_address
+from ..settings.wyoming import WyomingSettings, advertised_address
 
 logger = logging.getLogger(__name__)
 

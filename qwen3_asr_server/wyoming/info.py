@@ -6,7 +6,7 @@ from wyoming.info import AsrModel, AsrProgram, Attribution, Info
 
 from .. import __version__
 from ..model.languages import SUPPORTED
-from ..settings import Settings
+from ..settings.composite import Settings
 
 QWEN = Attribution(name="Qwen team, Alibaba Cloud", url="https://github.com/QwenLM/Qwen3-ASR")
 SERVER = Attribution(name="qwen3-asr-server", url="https://github.com/malaiwah/qwen3-asr-server")

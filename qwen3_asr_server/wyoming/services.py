@@ -16,7 +16,7 @@ from ..capacity.seats import Seats
 from ..metrics import Metrics
 from ..model.catalog import Catalog
 from ..protocol.fields import Policy
-from ..settings import Settings
+from ..settings.composite import Settings
 from ..speech.onnx_models import Shared
 from ..speech.silero import SpeechModel
 from ..transcription.service import TranscriptionService

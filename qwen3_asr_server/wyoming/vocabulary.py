@@ -30,8 +30,8 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from ..model import prompt
+from ..settings.wyoming import WyomingSettings
 from .home import Tier
-from .settings import WyomingSettings
 
 logger = logging.getLogger(__name__)
 

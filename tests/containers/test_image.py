@@ -19,8 +19,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.serving import budget
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.serving import stop_time
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.podman import (
     CPU_IMAGE,
     RUN,
@@ -155,7 +155,7 @@ def test_sigterm_stops_it_cleanly_and_quickly(container: Running) -> None:
     """`docker stop`: drained, vLLM stopped by SIGTERM (no SIGKILL), exit status 0, nothing
     left; well within the shutdown timeout. Runs last: it ends the container."""
     began = time.monotonic()
-    grace = budget.stop_seconds(Settings(shutdown_timeout=SHUTDOWN_TIMEOUT)) + 5
+    grace = stop_time.stop_seconds(Settings(shutdown_timeout=SHUTDOWN_TIMEOUT)) + 5
     podman("stop", "--time", str(int(grace)), container.name)
     took = time.monotonic() - began
     state = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", container.name)

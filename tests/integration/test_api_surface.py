@@ -15,7 +15,7 @@ from openai.types.audio import transcription_create_params, translation_create_p
 from openai.types.realtime import AudioTranscription
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, start_harness
 from tests.fixtures.servers import ThreadedServer

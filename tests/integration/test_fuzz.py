@@ -32,7 +32,7 @@ from starlette.responses import Response
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.model.catalog import DIARIZE
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.transcription.formats import FORMATS
 from tests.fixtures.audio import wav
 from tests.fixtures.broken_audio import corpus

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, ready, start_harness
 from tests.fixtures.servers import ThreadedServer, read_body

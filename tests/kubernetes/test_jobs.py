@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from qwen3_asr_server.metrics import Metrics
-from qwen3_asr_server.settings import ENV_PREFIX, Settings
+from qwen3_asr_server.settings.composite import Settings
+from qwen3_asr_server.settings.flags import ENV_PREFIX
 from tests.kubernetes.test_manifests import (
     AUTOSCALED,
     GUIDE,

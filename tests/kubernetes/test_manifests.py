@@ -18,9 +18,9 @@ import yaml
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.metrics import Metrics
-from qwen3_asr_server.serving import budget
-from qwen3_asr_server.settings import ENV_PREFIX, Settings
-from qwen3_asr_server.settings.flags import described
+from qwen3_asr_server.serving import stop_time
+from qwen3_asr_server.settings.composite import Settings
+from qwen3_asr_server.settings.flags import ENV_PREFIX, described
 from tests.fixtures.process import REPO
 
 # the manual's Kubernetes page: its overlay of one's own, and the components it names
@@ -174,7 +174,7 @@ def test_checkov_finds_nothing_that_is_not_explained(tmp_path: Path) -> None:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_grace_period_covers_the_whole_stop_with_a_margin(overlay: str, workers: int) -> None:
     """Kubernetes kills at terminationGracePeriodSeconds, counted from the preStop pause: the
-    pause and the stop the code allows (`serving.budget`: the drain, its 503s, uvicorn's own
+    pause and the stop the code allows (`serving.stop_time`: the drain, its 503s, uvicorn's own
     grace, the workers' exit, vLLM's stop) fit in it with GRACE_MARGIN to spare."""
     pod = one(overlay, "Deployment")["spec"]["template"]["spec"]
     container = server_container(overlay)
@@ -184,7 +184,7 @@ def test_the_grace_period_covers_the_whole_stop_with_a_margin(overlay: str, work
         shutdown_timeout=int(variables["QWEN3_ASR_SHUTDOWN_TIMEOUT"]),
         workers=int(variables.get("QWEN3_ASR_WORKERS", workers)),
     )
-    needed = pause + budget.stop_seconds(settings) + GRACE_MARGIN
+    needed = pause + stop_time.stop_seconds(settings) + GRACE_MARGIN
     assert pod["terminationGracePeriodSeconds"] >= needed
 
 

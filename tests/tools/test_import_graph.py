@@ -3,12 +3,15 @@
 Read from the source (every `import` and `from ... import`, those under `TYPE_CHECKING`
 included: a circle there is still two modules that cannot be understood one without the
 other), module by module; `from .pkg import name` counts as importing the module `pkg.name`
-when there is one, else the package `pkg`.
+when there is one, else the package `pkg`. And, for the core, done for real: imported in a
+fresh interpreter, it loads no web framework.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +19,9 @@ from tests.fixtures.process import REPO
 
 PACKAGE = REPO / "qwen3_asr_server"
 ROOT = PACKAGE.name
-# the core: what a transcription is made of, whichever front door it came through
-CORE = ("transcription", "stages", "speech", "model", "speakers", "capacity")
+# the core: what a transcription is made of, whichever front door it came through, and the
+# engine behind it
+CORE = ("transcription", "stages", "speech", "model", "speakers", "capacity", "backend")
 # HTTP, and the front doors' own request models (a multipart form, a session config)
 FRONT = (
     "fastapi",
@@ -29,6 +33,8 @@ FRONT = (
     f"{ROOT}.realtime",
     f"{ROOT}.wyoming",
 )
+# what no module of the core may load, however indirectly
+WEB_FRAMEWORKS = ("fastapi", "starlette")
 
 
 def _name(path: Path) -> str:
@@ -136,3 +142,37 @@ def test_the_live_doors_see_their_services_not_the_app_state() -> None:
     """Realtime sessions and Wyoming connections are handed the narrow services they use
     (`realtime.services`, `wyoming.services`), never the app's state."""
     assert _leaks(("realtime", "wyoming"), (f"{ROOT}.state",)) == set()
+
+
+# Imports each module in turn; prints the first that loaded a web framework, and which.
+_IMPORT_EACH = """
+import importlib, sys
+import qwen3_asr_server
+print(qwen3_asr_server.__file__)
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+    web = sorted({{m.partition(".")[0] for m in sys.modules}} & set({web!r}))
+    if web:
+        print(name, "loaded", ", ".join(web))
+        break
+"""
+
+
+def test_the_core_loads_no_web_framework() -> None:
+    """Every module of the core imported, for real, in a fresh interpreter: neither FastAPI
+    nor Starlette is loaded, through whatever chain of imports (the package's `__init__`s, a
+    module outside the core, a third party), which the reading above does not follow."""
+    modules = sorted(m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in CORE)
+    assert len(modules) > len(CORE), "no core modules found"
+    script = _IMPORT_EACH.format(web=WEB_FRAMEWORKS)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *modules],
+        cwd=REPO,  # this checkout's package, whatever else is installed
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    where, *loaded = done.stdout.splitlines()
+    assert Path(where).resolve() == PACKAGE / "__init__.py"
+    assert loaded == []

@@ -24,7 +24,7 @@ import yaml
 from packaging.version import Version
 
 from qwen3_asr_server.jobs.database import engine_for
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.process import import_script
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import pytest
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.model.catalog import DIARIZE
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation
 from tests.fixtures.harness import MODEL, LiveServer

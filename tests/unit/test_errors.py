@@ -11,9 +11,8 @@ from qwen3_asr_server.errors import (
     LaunchError,
     ServerError,
     error_type,
-    response,
-    send_error,
 )
+from qwen3_asr_server.middleware.errors import response, send_error
 
 
 def test_error_types_follow_openai() -> None:

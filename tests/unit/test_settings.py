@@ -9,7 +9,9 @@ from pydantic import ValidationError
 
 from qwen3_asr_server.cli import parse_args
 from qwen3_asr_server.main import main
-from qwen3_asr_server.settings import ENV_PREFIX, GROUPS, Settings, reference
+from qwen3_asr_server.settings import reference
+from qwen3_asr_server.settings.composite import GROUPS, Settings
+from qwen3_asr_server.settings.flags import ENV_PREFIX
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "configuration.md"
 

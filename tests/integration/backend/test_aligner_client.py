@@ -14,7 +14,7 @@ from qwen3_asr_server.backend.supervisor import Supervisor
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.model.alignment import Word
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import ready
 from tests.fixtures.servers import ThreadedServer

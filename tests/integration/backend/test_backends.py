@@ -8,7 +8,7 @@ from qwen3_asr_server.backend.launch import Launch
 from qwen3_asr_server.backend.roles import ALIGNER, Backend
 from qwen3_asr_server.backend.supervisor import Supervisor, status
 from qwen3_asr_server.metrics import Metrics
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 
 
 async def test_a_supervisor_that_fails_unexpectedly_ends_the_server() -> None:

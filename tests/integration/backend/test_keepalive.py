@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from qwen3_asr_server.backend.client import KEEPALIVE_SECONDS
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, app_before, start_harness
 from tests.fixtures.servers import ThreadedServer

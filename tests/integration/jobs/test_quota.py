@@ -9,7 +9,7 @@ from pathlib import Path
 import openai
 from openai.types import FileObject
 
-from qwen3_asr_server.settings import MIB
+from qwen3_asr_server.errors import MIB
 from tests.fixtures.harness import MODEL, app_before
 from tests.fixtures.standin import StandIn
 from tests.integration.jobs.test_batches import _finished, _jsonl

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, start_harness
 from tests.fixtures.servers import ThreadedServer

@@ -15,7 +15,7 @@ import pytest
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.model.alignment import units
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures import metrics
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, aligned_app, ready, start_harness

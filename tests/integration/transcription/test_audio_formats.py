@@ -13,7 +13,7 @@ import numpy as np
 import openai
 import pytest
 
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.transcription.subtitles import timestamp
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import CONTAINERS, encode

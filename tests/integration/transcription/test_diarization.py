@@ -14,7 +14,7 @@ import pytest
 from openai.types.audio import TranscriptionDiarized, TranscriptionTextSegmentEvent
 
 from qwen3_asr_server.model.catalog import DIARIZE
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import (
     RATE,

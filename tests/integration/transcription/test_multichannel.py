@@ -24,7 +24,7 @@ from openai.types.audio import (
 
 from qwen3_asr_server.app import create_app
 from qwen3_asr_server.model.catalog import DIARIZE
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import pcm_wav, wav
 from tests.fixtures.gated import settle
 from tests.fixtures.harness import MODEL, Harness, app_before

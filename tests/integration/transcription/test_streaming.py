@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.containers import encode
 from tests.fixtures.harness import MODEL, Harness, app_before

@@ -12,10 +12,10 @@ import pytest
 from qwen3_asr_server.capacity import budget
 from qwen3_asr_server.capacity.budget import AudioBudget, LocalLedger, estimate
 from qwen3_asr_server.capacity.shared import SharedLedger
+from qwen3_asr_server.capacity.table import FILE_NAME, Table
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.metrics import Metrics
-from qwen3_asr_server.settings import Settings
-from qwen3_asr_server.workers.table import FILE_NAME, Table
+from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import pcm_wav, wav
 
 

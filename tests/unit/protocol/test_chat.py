@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
+from qwen3_asr_server.chat.request import Request
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.protocol import chat
@@ -92,3 +93,16 @@ def test_dropped_fields_are_read_and_named() -> None:
     request = chat.read(body(store=False, metadata={"a": "b"}, top_k=3), CLOSED)
     assert request.dropped == ["store", "metadata"]
     assert chat.read(body(), CLOSED).dropped == []
+
+
+def test_the_service_gets_a_plain_request_holding_the_body_itself() -> None:
+    sent = body(model="whisper-1", stream=1, store=False, continue_final_message=None)
+    asked = chat.read(sent, CLOSED).completion(sent)
+    assert asked == Request(
+        body=sent,
+        requested_model="whisper-1",
+        stream=True,
+        continue_final_message=False,
+        dropped=("store",),
+    )
+    assert asked.body is sent  # made ready for vLLM in place, as before

@@ -18,11 +18,12 @@ from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.model.languages import Language, resolve
 from qwen3_asr_server.protocol import form
 from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech.audio import RATE, Audio
-from qwen3_asr_server.stages import registry, stage
+from qwen3_asr_server.stages import registry
 from qwen3_asr_server.stages.speakers import SpeakerAttribution
 from qwen3_asr_server.stages.words import WordAlignment
+from qwen3_asr_server.transcription import stage
 from qwen3_asr_server.transcription.request import Request
 from qwen3_asr_server.transcription.service import TranscriptionService
 from qwen3_asr_server.transcription.transcript import Segment, Transcript

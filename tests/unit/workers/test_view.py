@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from qwen3_asr_server.backend.roles import ALIGNER, ASR, Backend
 from qwen3_asr_server.backend.supervisor import check_ready, status
+from qwen3_asr_server.capacity.table import FILE_NAME, Table
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.workers.table import FILE_NAME, Table
 from qwen3_asr_server.workers.view import BackendCollector, BackendView
 
 

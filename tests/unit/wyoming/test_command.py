@@ -9,7 +9,7 @@ from wyoming.audio import AudioChunk
 
 from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.model.languages import SUPPORTED
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech.onnx_models import Shared
 from qwen3_asr_server.speech.silero import SpeechModel
 from qwen3_asr_server.wyoming.command import Command, Refusal, language_of

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from qwen3_asr_server.settings import Settings
+from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.wyoming.home import Tier
 from qwen3_asr_server.wyoming.vocabulary import Vocabulary, cut, distinct, estimate_tokens
 

@@ -1,12 +1,15 @@
 """How long a stop may take, from SIGTERM to exit: the waits the code allows, summed in one
 place, so that whatever stops the server (Kubernetes' `terminationGracePeriodSeconds`,
-systemd's `TimeoutStopSec`, `podman stop --time`) can be given enough before it kills."""
+systemd's `TimeoutStopSec`, `podman stop --time`) can be given enough before it kills.
+
+It is the process's stop, so it lives with the process (`serving/`) and reads down: the
+drain's grace and the backends' (`backend.supervisor.STOP_GRACE`)."""
 
 from __future__ import annotations
 
 from ..backend.supervisor import STOP_GRACE
 from ..capacity.drain import ANSWER_GRACE
-from ..settings import Settings
+from ..settings.composite import Settings
 
 EXIT_GRACE = 10.0  # seconds past its drain a worker gets to exit before SIGKILL
 

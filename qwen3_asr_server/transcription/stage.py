@@ -1,4 +1,7 @@
-"""What a stage is: one step over a finished transcript, which a request asks for or not."""
+"""What a stage is: one step over a finished transcript, which a request asks for or not.
+
+Declared here, beside the service that runs the stages, so that the service needs nothing of
+`stages/`, which holds the stages themselves and their order (`stages.registry`)."""
 
 from __future__ import annotations
 
@@ -6,9 +9,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..speech.audio import Audio
-from ..transcription.pieces import Cuts
-from ..transcription.request import Request
-from ..transcription.transcript import Transcript
+from .pieces import Cuts
+from .request import Request
+from .transcript import Transcript
 
 
 class Stage(Protocol):

@@ -1,7 +1,7 @@
 """The Wyoming port's settings (`--wyoming-*`, `--hass-*`), a part of `Settings`.
 
-Declared here, beside the protocol they configure, and mixed into `settings.Settings`, so each
-is still one flag, one variable and one default.
+Declared here, with the other groups, and mixed into `composite.Settings`, so each is still one
+flag, one variable and one default.
 """
 
 from __future__ import annotations

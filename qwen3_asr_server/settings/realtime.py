@@ -1,7 +1,8 @@
 """The Realtime API's settings (`/v1/realtime`), a part of `Settings`.
 
-Declared here, beside the sessions they configure, and mixed into `settings.Settings`, so each
-is still one flag, one variable and one default.
+Declared here, with the other groups, and mixed into `composite.Settings`, so each is still one
+flag, one variable and one default; the engine reads one of them (`--vllm-realtime`) without
+importing the Realtime API.
 """
 
 from __future__ import annotations
