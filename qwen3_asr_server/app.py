@@ -23,41 +23,41 @@ from .capacity.admission import Admission, Slots, limit_of
 from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
 from .capacity.drain import Drain
 from .capacity.seats import WYOMING, LocalSeats, Seats
-from .chat.service import ChatService
-from .errors import LaunchError
-from .jobs.execute import Services
-from .jobs.fetch import Downloads
-from .jobs.service import Jobs
-from .metrics import Metrics
-from .middleware.access_log import AccessLogMiddleware
-from .middleware.auth import Authentication
-from .middleware.body_limits import BodyLimit, body_caps
-from .middleware.cors import RealtimeCORS
-from .middleware.disconnect import CancelOnDisconnect
-from .middleware.drain import DrainMiddleware
-from .middleware.early_close import CloseEarlyAnswers
-from .middleware.error_guard import ErrorGuard
-from .middleware.errors import install as install_error_handlers
-from .middleware.metrics import MetricsMiddleware
-from .middleware.origin import OriginCheck
-from .middleware.request_id import RequestIdMiddleware
+from .entrypoints import health, models
+from .entrypoints.alignments import routes as alignments
+from .entrypoints.audio import routes as audio
+from .entrypoints.chat import routes as chat
+from .entrypoints.chat.service import ChatService
+from .entrypoints.jobs import routes as jobs
+from .entrypoints.jobs.execute import Services
+from .entrypoints.jobs.fetch import Downloads
+from .entrypoints.jobs.files import over_file_limit
+from .entrypoints.jobs.service import Jobs
+from .entrypoints.middleware.access_log import AccessLogMiddleware
+from .entrypoints.middleware.auth import Authentication
+from .entrypoints.middleware.body_limits import FORM_OVERHEAD, BodyLimit, Cap, body_caps
+from .entrypoints.middleware.disconnect import CancelOnDisconnect
+from .entrypoints.middleware.drain import DrainMiddleware
+from .entrypoints.middleware.early_close import CloseEarlyAnswers
+from .entrypoints.middleware.error_guard import ErrorGuard
+from .entrypoints.middleware.errors import install as install_error_handlers
+from .entrypoints.middleware.metrics import MetricsMiddleware
+from .entrypoints.middleware.origin import OriginCheck
+from .entrypoints.middleware.request_id import RequestIdMiddleware
+from .entrypoints.protocol.fields import Policy
+from .entrypoints.realtime import call, offers
+from .entrypoints.realtime import routes as realtime
+from .entrypoints.realtime.cors import RealtimeCORS
+from .entrypoints.realtime.services import RealtimeServices
+from .entrypoints.state import AppState
+from .entrypoints.ui import routes as ui
+from .entrypoints.wyoming import discovery
+from .entrypoints.wyoming.listener import Listener
+from .entrypoints.wyoming.services import WyomingServices
+from .errors import MIB, LaunchError
 from .model import alignment, prompt
 from .model.catalog import Catalog
-from .protocol.fields import Policy
-from .realtime import call
-from .realtime.services import RealtimeServices
-from .routes import (
-    alignments,
-    audio,
-    batches,
-    calls,
-    chat,
-    client_secrets,
-    files,
-    health,
-    models,
-    realtime,
-)
+from .observability.metrics import Metrics
 from .settings.composite import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
@@ -66,12 +66,7 @@ from .speech.onnx_models import Shared
 from .speech.silero import SpeechModel
 from .speech.turn_end import TurnEnd, model_path
 from .stages import registry
-from .state import AppState
 from .transcription.service import TranscriptionService
-from .ui import routes as ui
-from .wyoming import discovery
-from .wyoming.listener import Listener
-from .wyoming.services import WyomingServices
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +141,7 @@ def _turn_end(settings: Settings) -> TurnEnd | None:
 
 
 class _App(FastAPI):
-    """FastAPI, with the audio routes (plain Starlette ones, see `routes.named`) and their
+    """FastAPI, with the audio routes (plain Starlette ones, see `entrypoints.named`) and their
     answers' models in its schema."""
 
     def openapi(self) -> dict[str, Any]:
@@ -158,9 +153,21 @@ class _App(FastAPI):
         return schema
 
 
-def app_state(settings: Settings, parts: Backends) -> AppState:
-    """The state of one app: its clients of the backends, its policy, its services, and the
-    narrow services of its live doors' sessions."""
+@dataclass(frozen=True)
+class Doors:
+    """What the app builds for the front doors with services of their own: each is kept on
+    `app.state` under its name, where only that slice's routes read it
+    (`entrypoints.doors.slice_services`), and the Wyoming listener is handed its own."""
+
+    chat: ChatService
+    jobs: Jobs
+    realtime: RealtimeServices  # its sessions' and calls': the seats, the diarizer, Smart Turn
+    wyoming: WyomingServices  # its connections': their seats (--wyoming-max-connections)
+
+
+def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
+    """The state of one app (its clients of the backends, its policy, the services every
+    door shares) and its front doors' own services."""
     upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
     diarizer = _diarizer(settings.diarizer)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
@@ -178,7 +185,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
     )
     chat_service = ChatService(upstream, catalog)
     drain = Drain(upstream.abort, settings.shutdown_timeout)
-    return AppState(
+    state = AppState(
         settings=settings,
         metrics=parts.metrics,
         catalog=catalog,
@@ -187,9 +194,11 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
         upstream=upstream,
         drain=drain,
         transcription=transcription,
-        chat=chat_service,
         speech_model=speech_model,
-        seats=parts.seats,
+        aligner=aligner,
+    )
+    return state, Doors(
+        chat=chat_service,
         jobs=_jobs(settings, parts, policy, transcription, chat_service),
         realtime=RealtimeServices(
             settings,
@@ -202,6 +211,7 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
             parts.asr,
             upstream,
             drain,
+            parts.seats,
         ),
         wyoming=WyomingServices(
             settings,
@@ -214,7 +224,6 @@ def app_state(settings: Settings, parts: Backends) -> AppState:
             drain,
             parts.connections,
         ),
-        aligner=aligner,
     )
 
 
@@ -255,27 +264,27 @@ def create_app(
     advertised (`--wyoming-zeroconf`) by the one process of the default `--workers 1` only.
     """
     parts = backends or own_backends(settings, vllm_args, on_fatal)
-    state = app_state(settings, parts)
+    state, doors = app_state(settings, parts)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         for each in parts.supervisors:
             each.start()
-        listener = Listener(wyoming, state.wyoming) if wyoming is not None else None
+        listener = Listener(wyoming, doors.wyoming) if wyoming is not None else None
         if listener is not None:
             await listener.start()
-        if state.jobs.stored:  # work left by the last run, or a queue shared with others
-            await state.jobs.store()
-        # a worker's port is advertised by its main process (`workers.manager`)
+        if doors.jobs.stored:  # work left by the last run, or a queue shared with others
+            await doors.jobs.store()
+        # a worker's port is advertised by its main process (`serving.manager`)
         advertised = discovery.advertised(settings) if backends is None else None
         try:
             async with advertised or contextlib.nullcontext():
                 yield
         finally:
-            await call.end_all(state.realtime.calls)
+            await call.end_all(doors.realtime.calls)
             if listener is not None:
                 await listener.close()
-            await state.jobs.aclose()
+            await doors.jobs.aclose()
             await state.upstream.aclose()
             if state.aligner is not None:
                 await state.aligner.aclose()
@@ -291,11 +300,12 @@ def create_app(
         redoc_url=None,
     )
     app.state.asr = state
+    app.state.chat, app.state.jobs, app.state.realtime = doors.chat, doors.jobs, doors.realtime
     install_error_handlers(app)
     app.router.routes.extend(audio.routes + alignments.routes)
     if settings.ui:
         app.router.routes.extend(ui.playground())
-    for module in (chat, models, health, realtime, client_secrets, calls, files, batches):
+    for module in (chat, models, health, realtime, jobs):
         app.router.routes.extend(module.router.routes)
     _wrap(app, state)
     return app
@@ -309,11 +319,22 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     answer of theirs, an error's included; any answer given before the body is in closes its
     connection."""
     settings = state.settings
-    app.add_middleware(BodyLimit, caps=body_caps(settings))
+    file_limit = int(settings.max_file_mb * MIB)
+    caps = {
+        **body_caps(settings),
+        "/v1/files": Cap(
+            file_limit + FORM_OVERHEAD, lambda seen: over_file_limit(file_limit, seen)
+        ),
+        offers.PATH: Cap(offers.MAX_OFFER_BYTES, offers.offer_too_large),
+    }
+    app.add_middleware(BodyLimit, caps=caps)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
     app.add_middleware(
-        OriginCheck, allowed=settings.allowed_origins, keyless=settings.api_key is None
+        OriginCheck,
+        allowed=settings.allowed_origins,
+        keyless=settings.api_key is None,
+        always=(offers.PATH,),  # a page may send an offer as a form, with no preflight
     )
     app.add_middleware(DrainMiddleware, drain=state.drain)
     app.add_middleware(ErrorGuard)

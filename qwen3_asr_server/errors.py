@@ -9,10 +9,10 @@ OpenAI's error fields: type, param, code, headers). Its kinds:
 - `LaunchError`: vLLM cannot be started as configured; the message says what to do;
 - `FatalBackendError`: a backend cannot be made to serve; the message is the server's last word.
 
-An error is serialised once, at the edge: `middleware.errors` for HTTP (its `response`, and
-`send_error`, which refuses a WebSocket handshake too; its handlers also reshape the
-framework's own errors), `realtime.server_events.error` for a Realtime session. This module
-imports nothing but the standard library, so that the core, which raises these errors, loads
+An error is serialised once, at the edge: `entrypoints.middleware.errors` for HTTP (its `response`,
+and `send_error`, which refuses a WebSocket handshake too; its handlers also reshape the
+framework's own errors), `entrypoints.realtime.server_events.error` for a Realtime session. This
+module imports nothing but the standard library, so that the core, which raises these errors, loads
 no web framework.
 """
 

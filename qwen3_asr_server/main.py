@@ -6,11 +6,11 @@ import sys
 from collections.abc import Sequence
 
 from .app import create_app
-from .cli import parse_args
 from .errors import LaunchError
+from .serving import manager
 from .serving import server as serving
+from .serving.cli import parse_args
 from .speech import onnx_models
-from .workers import manager
 
 
 def main(argv: Sequence[str] | None = None) -> int:

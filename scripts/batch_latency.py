@@ -35,7 +35,7 @@ from batch_throughput import upload  # noqa: E402
 from store_cost import batch_input  # noqa: E402
 
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
-from qwen3_asr_server.jobs.formats import TRANSCRIPTIONS  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs.shapes import TRANSCRIPTIONS  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
 from tests.fixtures.process import proxy_argv, running, stand_in_vllm  # noqa: E402
 from tests.fixtures.speech import spoken  # noqa: E402

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from store_cost import batch_input, store_cost  # noqa: E402
 
 from qwen3_asr_server.backend.launch import free_port  # noqa: E402
-from qwen3_asr_server.jobs.formats import TRANSCRIPTIONS  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs.shapes import TRANSCRIPTIONS  # noqa: E402
 from tests.fixtures import containers  # noqa: E402
 from tests.fixtures.postgres import PostgresServer  # noqa: E402
 from tests.fixtures.process import cpu_seconds, proxy_argv, running, stand_in_vllm  # noqa: E402

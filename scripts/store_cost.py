@@ -3,8 +3,8 @@
 
   python scripts/store_cost.py [--lines 1000] [--jobs-db postgresql://...]
 
-One batch of --lines lines through `qwen3_asr_server.jobs.store.Store`, calling it as the
-runner does for each line (claimed, its file looked up, its answer kept) and for the batch
+One batch of --lines lines through `qwen3_asr_server.entrypoints.jobs.store.Store`, calling it as
+the runner does for each line (claimed, its file looked up, its answer kept) and for the batch
 (added, claimed, its lines queued; then its answers read back and the batch ended), in this
 process, on SQLite in a scratch folder (or the PostgreSQL database --jobs-db names: use an
 empty one). Prints the CPU and wall milliseconds per line, and each call's share.
@@ -25,10 +25,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qwen3_asr_server.jobs import formats  # noqa: E402
-from qwen3_asr_server.jobs.database import engine_for  # noqa: E402
-from qwen3_asr_server.jobs.formats import TRANSCRIPTIONS  # noqa: E402
-from qwen3_asr_server.jobs.store import Store  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs import shapes  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs.database import engine_for  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs.shapes import TRANSCRIPTIONS  # noqa: E402
+from qwen3_asr_server.entrypoints.jobs.store import Store  # noqa: E402
 from tests.fixtures.process import cpu_seconds  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -70,7 +70,7 @@ def one_batch(store: Store, count: int, clock: Clock) -> None:
     file_row = {"id": "file-x", "purpose": "user_data", "filename": "x.wav", "bytes": 1,
                 "created_at": now, "expires_at": now + 3600}  # fmt: skip
     store.add_file(file_row)
-    rows, _ = formats.read_input(batch_input(["file-x"] * count).splitlines(), TRANSCRIPTIONS)
+    rows, _ = shapes.read_input(batch_input(["file-x"] * count).splitlines(), TRANSCRIPTIONS)
     batch = {"id": BATCH, "endpoint": TRANSCRIPTIONS, "input_file_id": "file-x",
              "completion_window": "24h", "status": "validating", "created_at": now,
              "expires_at": now + 86400}  # fmt: skip
@@ -79,7 +79,7 @@ def one_batch(store: Store, count: int, clock: Clock) -> None:
     clock("batch", store.start_batch, BATCH, OWNER, rows, now)
     while (line := clock("claim_line", store.claim_line, OWNER, 30)) is not None:
         clock("file", store.file, line["body"]["file"])
-        output = formats.answered(line, 200, "batch_req_x", {"text": "Hello world."})
+        output = shapes.answered(line, 200, "batch_req_x", {"text": "Hello world."})
         clock("finish_line", store.finish_line, BATCH, line["idx"], OWNER, False, output)
     clock("batch", store.claim_batch, OWNER, 30)
     clock("batch", store.done_lines, BATCH)

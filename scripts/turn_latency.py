@@ -46,7 +46,7 @@ from tests.fixtures.speech import spoken  # noqa: E402
 MODEL = "qwen3-asr"
 RATE = 24_000
 CHUNK = RATE // 10  # samples in an append of 100 ms
-TAIL_MS = 150  # the server's audio after the last speech window (`realtime.turns`)
+TAIL_MS = 150  # the server's audio after the last speech window (`entrypoints.realtime.turns`)
 CYCLE = [(1.0, False), (1.5, True), (1.6, False), (1.5, True), (0.5, False), (0.8, True)]
 CYCLE += [(1.6, False)]
 EVENTS = "input_audio_buffer.speech_stopped", "conversation.item.input_audio_transcription."

@@ -6,7 +6,7 @@ backend to sleep only through `doze`, which succeeds only while nothing uses it 
 been idle long enough; a use that enters while the backend dozes, sleeps or wakes waits in
 `awake` until it is awake again, and its waiting is what asks for the wake. `doze` and `enter`
 never interleave: in one process they are plain code on one event loop; across `--workers N`
-both hold the shared table's lock (`workers.activity`).
+both hold the shared table's lock (`serving.shared_activity`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import pybase64
 
-from ..metrics import Metrics
 from ..model import alignment
 from ..model.alignment import Word
 from ..model.languages import Language
+from ..observability.metrics import Metrics
 from .activity import awake
 from .client import Client
 from .failures import failed, reaching

@@ -21,7 +21,7 @@ from typing import Protocol
 import aiohttp
 
 from ..errors import FatalBackendError, LaunchError
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 from ..settings.engine import EngineSettings
 from . import launch
 from .activity import AWAKE, Activity, LocalActivity
@@ -44,7 +44,7 @@ class BackendState(Protocol):
     """What the rest of the server knows of a backend: where it is and whether it serves.
 
     A `Supervisor` knows it first hand; with `--workers N` each worker process reads what the
-    main process's supervisor knows (`workers.view.BackendView`).
+    main process's supervisor knows (`serving.backend_view.BackendView`).
     """
 
     @property

@@ -16,7 +16,7 @@ import orjson
 
 from ..capacity.admission import AdmissionSettings, Slots, limit_of
 from ..errors import APIError, unavailable
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching

@@ -29,7 +29,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from ..errors import unavailable
 from ..model.languages import Language
 from ..model.output import SegmentedCleaner
-from ..serving.log_redaction import websocket_logger
+from ..observability.log_redaction import websocket_logger
 from .failures import SPEECH_BACKEND, failed, unreachable
 
 PATH = "/v1/realtime"

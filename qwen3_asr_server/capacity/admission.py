@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Protocol
 
 from ..errors import APIError
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 
 DEFAULT_LIMIT = 64
 RETRY_AFTER_SECONDS = 1

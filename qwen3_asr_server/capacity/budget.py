@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 from ..settings.limits import LimitsSettings
 from ..speech.audio import RATE
 from .admission import busy

@@ -4,12 +4,12 @@ Left to itself uvicorn stops listening at once (a new client gets a refused conn
 keep-alive one a reset) and, when its grace period is over, cancels whatever still runs: that
 client gets a closed connection and no answer. Instead the server first drains: it keeps
 listening and answers new requests 503 with `Retry-After` (a load balancer or the SDK's retry
-goes elsewhere or comes back; `middleware.drain` refuses them), `/health` turns 503, and the
-requests already accepted get up to `--shutdown-timeout` seconds to finish. Those still
+goes elsewhere or comes back; `entrypoints.middleware.drain` refuses them), `/health` turns 503, and
+the requests already accepted get up to `--shutdown-timeout` seconds to finish. Those still
 running then are ended the way a dying backend ends them (a 503, or an error event in a
 stream), and only then does uvicorn shut down. Realtime sessions count as requests: each is
 told (`started`) and closes itself once the utterance being spoken is transcribed
-(`routes.realtime`).
+(`entrypoints.realtime.routes`).
 
 The count lives with the server's other counts (`capacity`), below every front door, so that
 what a live session holds can be taken and given back with its place in the drain;

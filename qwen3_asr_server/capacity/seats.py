@@ -6,8 +6,8 @@ core each): without a bound, enough of them crowd out the CPU vLLM and the uploa
 handshake over the limit is refused before it is accepted: a 429 with `Retry-After`, or a
 close with 1013 (try again later) where the server cannot answer a handshake over HTTP.
 A Wyoming connection has no authentication and holds a descriptor and its buffers: one over
-the limit is closed as soon as it is accepted (`wyoming.listener`). Both are counted alike,
-each `Kind` by itself: in this process (`LocalSeats`), or with `--workers N` in the table the
+the limit is closed as soon as it is accepted (`entrypoints.wyoming.listener`). Both are counted
+alike, each `Kind` by itself: in this process (`LocalSeats`), or with `--workers N` in the table the
 workers share (`capacity.shared.SharedSeats`).
 """
 
@@ -19,7 +19,7 @@ from typing import Protocol
 from prometheus_client import Gauge
 
 from ..errors import APIError
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 
 RETRY_AFTER_SECONDS = 5
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 from .admission import BACKGROUND, BACKGROUND_POLL, background_room, busy
 from .seats import REALTIME, Kind, full
 from .table import Table

@@ -17,17 +17,49 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from ..backend.roles import ALIGNER, ASR
-from ..backend.supervisor import BackendState
-
 MAX_WORKERS = 64
 FILE_NAME = "table"
-ROLES = (ASR, ALIGNER)
+# a record for each backend the server runs, in this order: `backend.roles`'s ASR and ALIGNER
+# (named here, not imported, so that the capacity layer stays below the backend's)
+ROLES = ("asr", "aligner")
 _INFO_BYTES = 4096  # the backend's URL, launcher, device and model id, as JSON
+
+
+class _Role(Protocol):
+    @property
+    def role(self) -> str: ...  # one of ROLES
+
+
+class Published(Protocol):
+    """What the table keeps of a backend, as a supervisor knows it (`backend.supervisor`'s
+    `BackendState` has all of it)."""
+
+    @property
+    def backend(self) -> _Role: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def flavour(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def upstream_model(self) -> str | None: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def ever_ready(self) -> bool: ...
+    @property
+    def restarts(self) -> int: ...
+    @property
+    def sleeps(self) -> int: ...
+    @property
+    def wakes(self) -> int: ...
+    @property
+    def wake_seconds(self) -> float: ...
 
 
 class _Backend(ctypes.Structure):
@@ -145,7 +177,7 @@ class Table:
                 return False
         return True
 
-    def publish(self, state: BackendState) -> None:
+    def publish(self, state: Published) -> None:
         """Write what `state` (the main process's supervisor) says, for the workers to read."""
         record = self.backend(state.backend.role)
         info = orjson.dumps(

@@ -9,10 +9,10 @@ shape, and closes the connection. A pause timer alone is re-armed by every byte,
 has a deadline that each byte moves by its share of a minimum rate, as Apache's mod_reqtimeout
 does (`body=read_timeout,MinRate=min_body_rate`): a client trickling a byte a second is cut
 off after the grace, one on a slow link is not. An answer given before the body is in
-(`middleware.early_close`) closes the connection, but lingering, as nginx's `lingering_close`
-does: closed at once, a socket with unread bytes is reset, and a client still sending its body
-(an upload without the key) would see "connection reset" instead of the 401 waiting in its
-buffer. So the answer is followed by a FIN, and the rest of the body is read and dropped, up
+(`entrypoints.middleware.early_close`) closes the connection, but lingering, as nginx's
+`lingering_close` does: closed at once, a socket with unread bytes is reset, and a client still
+sending its body (an upload without the key) would see "connection reset" instead of the 401 waiting
+in its buffer. So the answer is followed by a FIN, and the rest of the body is read and dropped, up
 to LINGER_SECONDS and `linger_bytes` (no more than the largest body the server takes), within
 the same rate and pause bounds; a body declared larger is not waited for. Everything else is
 uvicorn's own code, reached through super().
@@ -36,8 +36,8 @@ from typing import Any, Literal
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from ..entrypoints.middleware.body_limits import content_length
 from ..errors import APIError
-from ..middleware.body_limits import content_length
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from pydantic import SecretStr
 
 from ..capacity.drain import ANSWER_GRACE, Drain
 from ..errors import MIB
+from ..observability import log_redaction
 from ..settings.composite import Settings
-from . import log_redaction
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
 logger = logging.getLogger(__name__)
@@ -147,9 +147,9 @@ def bind(settings: Settings) -> socket.socket | None:
 
 def wyoming_socket(settings: Settings) -> socket.socket | None:
     """`--wyoming-port`'s socket (None when not asked for), bound before any vLLM is launched
-    as `bind`'s is; the app listens on it (`wyoming.listener`). Bound without SO_REUSEPORT,
-    it proves the port free; with `--workers N` it gives way to the workers' `port_socket`s.
-    An OSError when the port cannot be had."""
+    as `bind`'s is; the app listens on it (`entrypoints.wyoming.listener`). Bound without
+    SO_REUSEPORT, it proves the port free; with `--workers N` it gives way to the workers'
+    `port_socket`s. An OSError when the port cannot be had."""
     host, port = settings.wyoming_host, settings.wyoming_port
     if port is None:
         return None

@@ -1,5 +1,5 @@
 """Streaming voice activity detection for Realtime transcription (OpenAI's `server_vad`) and
-for the end of a Wyoming command (`wyoming/endpoint`).
+for the end of a Wyoming command (`entrypoints/wyoming/endpoint`).
 
 A session feeds 16 kHz mono int16 chunks of any size to `SpeechDetector.feed` (from the event
 loop: `hear`) and gets the events they completed, in order. Positions are sample indices from

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from ..metrics import Metrics
+from ..observability.metrics import Metrics
 
 logger = logging.getLogger("qwen3_asr_server.progress")
 

@@ -1,7 +1,7 @@
 """What one transcription asks for, whichever way it came in: the recording and every option
 the core reads, with no HTTP in it.
 
-The audio routes fill one from their multipart form (`protocol.form.AudioRequest.
+The audio routes fill one from their multipart form (`entrypoints.audio.protocol.AudioRequest.
 transcription`), once the form was checked; anything else that has a recording (a stored
 file, samples a live door already decoded) builds one itself and gives it to the service
 (`TranscriptionService.accept`). The format of the answer is part of it (`Format`, whose

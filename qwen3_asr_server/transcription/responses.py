@@ -1,5 +1,5 @@
 """The audio routes' answers as models: what the renderers (`render`) and the stream
-(`streaming`) fill, and what /openapi.json publishes (`protocol.openapi`).
+(`streaming`) fill, and what /openapi.json publishes (`entrypoints.audio.openapi`).
 
 They are the shapes of OpenAI's `openai.types.audio`, under its names, but declared here:
 this server sends their keys in another order than OpenAI's classes list them, and answers

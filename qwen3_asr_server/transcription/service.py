@@ -26,8 +26,8 @@ from typing import BinaryIO
 
 from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
-from ..metrics import Metrics, Protocol
 from ..model.languages import Language
+from ..observability.metrics import Metrics, Protocol
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span
@@ -215,7 +215,7 @@ class TranscriptionService:
     ) -> None:
         """A transcription finished: its audio and tokens in the metrics, and its text in the
         log with --log-transcripts."""
-        self.metrics.transcribed(seconds, tokens, protocol)
+        self.metrics.transcribed(seconds, tokens.input, tokens.output, protocol)
         if self.settings.log_transcripts and text is not None:
             quoted = json.dumps(text, ensure_ascii=False)
             transcript_logger.info("request_id=%s transcript=%s", request_id, quoted)

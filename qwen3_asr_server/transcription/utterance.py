@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from ..metrics import Protocol
 from ..model.languages import Language
+from ..observability.metrics import Protocol
 from ..speech.audio import Audio
 from .formats import FORMATS
 from .pieces import Cuts

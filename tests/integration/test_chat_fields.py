@@ -1,6 +1,6 @@
-"""What a chat request may carry to vLLM (`protocol.chat`): the fields this server understands
-pass on as they are, OpenAI's account bookkeeping is dropped with a warning, anything else
-(vLLM's internals, `n` above 1, content parts that are not text or audio) is a 400 naming
+"""What a chat request may carry to vLLM (`entrypoints.chat.protocol`): the fields this server
+understands pass on as they are, OpenAI's account bookkeeping is dropped with a warning, anything
+else (vLLM's internals, `n` above 1, content parts that are not text or audio) is a 400 naming
 it, and nothing of such a request reaches vLLM. Driven over HTTP and with the openai SDK."""
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ async def test_typeless_audio_parts_pass_as_vllm_reads_them(harness: Harness) ->
 async def test_openai_account_fields_are_dropped_with_one_warning(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="qwen3_asr_server.chat")
+    caplog.set_level(logging.WARNING, logger="qwen3_asr_server.entrypoints.chat")
     bookkeeping = {
         "metadata": {"session": "s-1"},
         "store": False,
@@ -208,7 +208,7 @@ async def test_openai_account_fields_are_dropped_with_one_warning(
     received = harness.standin.requests[-1]
     assert not set(bookkeeping) & set(received)
     assert received["temperature"] == 0
-    warnings = [r for r in caplog.records if r.name == "qwen3_asr_server.chat.service"]
+    warnings = [r for r in caplog.records if r.name == "qwen3_asr_server.entrypoints.chat.service"]
     assert len(warnings) == 1
     assert warnings[0].levelno == logging.WARNING
     assert all(field in warnings[0].getMessage() for field in bookkeeping)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.settings.flags import ENV_PREFIX
 from tests.kubernetes.test_manifests import (

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from qwen3_asr_server.app import create_app
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 from qwen3_asr_server.serving import stop_time
 from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.settings.flags import ENV_PREFIX, described

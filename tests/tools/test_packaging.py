@@ -23,7 +23,7 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from qwen3_asr_server.jobs.database import engine_for
+from qwen3_asr_server.entrypoints.jobs.database import engine_for
 from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.process import import_script
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qwen3_asr_server.entrypoints.middleware.errors import response, send_error
 from qwen3_asr_server.errors import (
     APIError,
     EventError,
@@ -12,7 +13,6 @@ from qwen3_asr_server.errors import (
     ServerError,
     error_type,
 )
-from qwen3_asr_server.middleware.errors import response, send_error
 
 
 def test_error_types_follow_openai() -> None:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from qwen3_asr_server.serving.log_redaction import MASK, Redacting, redact
+from qwen3_asr_server.observability.log_redaction import MASK, Redacting, redact
 
 SECRET = "sk-Zq81/k+ey"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from qwen3_asr_server.cli import parse_args
 from qwen3_asr_server.main import main
+from qwen3_asr_server.serving.cli import parse_args
 from qwen3_asr_server.settings import reference
 from qwen3_asr_server.settings.composite import GROUPS, Settings
 from qwen3_asr_server.settings.flags import ENV_PREFIX

@@ -12,8 +12,8 @@ from qwen3_asr_server.backend import roles
 from qwen3_asr_server.backend.aligner import Aligner
 from qwen3_asr_server.backend.supervisor import Supervisor
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.metrics import Metrics
 from qwen3_asr_server.model.alignment import Word
+from qwen3_asr_server.observability.metrics import Metrics
 from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import ready

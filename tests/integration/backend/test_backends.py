@@ -7,7 +7,7 @@ import asyncio
 from qwen3_asr_server.backend.launch import Launch
 from qwen3_asr_server.backend.roles import ALIGNER, Backend
 from qwen3_asr_server.backend.supervisor import Supervisor, status
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 from qwen3_asr_server.settings.composite import Settings
 
 

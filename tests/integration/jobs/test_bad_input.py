@@ -14,8 +14,8 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
+from qwen3_asr_server.entrypoints.jobs import fetch
 from qwen3_asr_server.errors import MIB
-from qwen3_asr_server.jobs import fetch
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.process import ServerProcess, install_launcher

@@ -10,7 +10,7 @@ import time
 
 from openai.types import Batch
 
-from qwen3_asr_server.jobs.formats import MAX_LINES, TRANSCRIPTIONS
+from qwen3_asr_server.entrypoints.jobs.shapes import MAX_LINES, TRANSCRIPTIONS
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, Harness, app_before
 from tests.fixtures.standin import StandIn

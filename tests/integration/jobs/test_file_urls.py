@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.jobs import fetch
+from qwen3_asr_server.entrypoints.jobs import fetch
 from tests.fixtures.harness import MODEL, app_before
 from tests.fixtures.standin import StandIn
 from tests.integration.jobs.test_bad_input import _audio_server, _run_lines
@@ -41,7 +41,7 @@ def _one_answer(outputs: list[dict[str, Any]], *unsaid: str) -> None:
 async def test_ipv4_loopback_inside_ipv6_is_refused_written_or_resolved(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "qwen3_asr_server.jobs.fetch")
+    caplog.set_level(logging.INFO, "qwen3_asr_server.entrypoints.jobs.fetch")
     server = _audio_server()
     written = [f"http://[{address}]:{server.port}/clip.wav" for address in LOOPBACK_IN_IPV6]
     try:

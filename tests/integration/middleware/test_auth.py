@@ -1,6 +1,7 @@
 """The API key is closed by default: every route the app has, walked one by one on a real port,
-refuses a caller without the key unless it is on the one open list (`middleware.auth.OPEN`).
-A route added later, by the app or at run time, is closed without anyone remembering."""
+refuses a caller without the key unless it is on the one open list
+(`entrypoints.middleware.auth.OPEN`). A route added later, by the app or at run time, is closed
+without anyone remembering."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from qwen3_asr_server.middleware.auth import OPEN
+from qwen3_asr_server.entrypoints.middleware.auth import OPEN
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess

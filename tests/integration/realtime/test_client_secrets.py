@@ -20,7 +20,7 @@ from openai.types.realtime.realtime_transcription_session_create_response import
 from pydantic import SecretStr
 from websockets.asyncio.client import connect
 
-from qwen3_asr_server.realtime.secrets import ClientSecrets, Grant
+from qwen3_asr_server.entrypoints.middleware.ephemeral_keys import ClientSecrets, Grant
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess, listening, workers

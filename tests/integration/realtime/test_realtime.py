@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from qwen3_asr_server.realtime import connection as realtime_connection
+from qwen3_asr_server.entrypoints.realtime import connection as realtime_connection
 from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
@@ -261,7 +261,7 @@ async def test_bad_events_get_error_events_and_the_session_goes_on(
 
 
 async def test_an_oversized_event_is_refused_and_the_session_goes_on() -> None:
-    from qwen3_asr_server.realtime.connection import MAX_EVENT_BYTES
+    from qwen3_asr_server.entrypoints.realtime.connection import MAX_EVENT_BYTES
 
     with serving() as url:
         async with session(url) as ws:

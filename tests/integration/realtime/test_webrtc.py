@@ -26,7 +26,7 @@ from openai.types.realtime import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from qwen3_asr_server.realtime import call
+from qwen3_asr_server.entrypoints.realtime import call
 from tests.fixtures import metrics
 from tests.fixtures.audio import pcm_wav
 from tests.fixtures.harness import MODEL, LiveServer

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from aiortc import RTCSessionDescription
 
-from qwen3_asr_server.realtime.ice import MAX_CANDIDATES
+from qwen3_asr_server.entrypoints.realtime.ice import MAX_CANDIDATES
 from tests.fixtures import metrics
 from tests.integration.realtime.test_webrtc import (
     PATTERN,

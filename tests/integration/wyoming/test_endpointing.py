@@ -17,7 +17,7 @@ from wyoming.event import Event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
-from qwen3_asr_server.wyoming.endpoint import MAX_SPEECH_SECONDS, QUIET_SECONDS
+from qwen3_asr_server.entrypoints.wyoming.endpoint import MAX_SPEECH_SECONDS, QUIET_SECONDS
 from tests.fixtures.speech import noise_only, spoken_pcm
 from tests.fixtures.wyoming import (
     READ_TIMEOUT,

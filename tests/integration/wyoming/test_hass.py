@@ -1,4 +1,4 @@
-"""The follower of Home Assistant's names (`wyoming.hass`), in this process, against the
+"""The follower of Home Assistant's names (`entrypoints.wyoming.hass`), in this process, against the
 stand-in of Home Assistant's websocket API: what it reads, and how it rides out a Home
 Assistant that restarts or changes many things at once."""
 
@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from pydantic import SecretStr
 
-from qwen3_asr_server.wyoming.hass import HomeAssistant, websocket_url
-from qwen3_asr_server.wyoming.home import Tier
+from qwen3_asr_server.entrypoints.wyoming.hass import HomeAssistant, websocket_url
+from qwen3_asr_server.entrypoints.wyoming.home import Tier
 from tests.fixtures.home_assistant import PLACES, TOKEN, HomeAssistantStandIn
 
 WAIT = 30.0

@@ -22,7 +22,7 @@ from wyoming.info import Describe, Info
 from zeroconf import ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from qwen3_asr_server.wyoming.discovery import SERVICE_TYPE
+from qwen3_asr_server.entrypoints.wyoming.discovery import SERVICE_TYPE
 from tests.fixtures.process import bound_udp, descendants, workers
 from tests.fixtures.wyoming import start_wyoming
 

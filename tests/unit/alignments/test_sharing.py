@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen3_asr_server.alignments.sharing import shares
+from qwen3_asr_server.entrypoints.alignments.sharing import shares
 from qwen3_asr_server.model.alignment import units
 from qwen3_asr_server.model.languages import resolve
 

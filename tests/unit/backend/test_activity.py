@@ -22,7 +22,7 @@ from qwen3_asr_server.backend.activity import (
 from qwen3_asr_server.backend.failures import BackendGone
 from qwen3_asr_server.backend.roles import ALIGNER, ASR
 from qwen3_asr_server.capacity.table import FILE_NAME, Table
-from qwen3_asr_server.workers.activity import SharedActivity
+from qwen3_asr_server.serving.shared_activity import SharedActivity
 
 
 def shared(tmp_path: Path) -> tuple[SharedActivity, SharedActivity, SharedActivity]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qwen3_asr_server.backend import launch
-from qwen3_asr_server.cli import parse_args
+from qwen3_asr_server.serving.cli import parse_args
 
 
 def _on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *names: str) -> Path:

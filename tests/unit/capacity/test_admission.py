@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from qwen3_asr_server.capacity.admission import BACKGROUND, Admission
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 
 
 @pytest.mark.parametrize("turns", range(4))

@@ -14,7 +14,7 @@ from qwen3_asr_server.capacity.budget import AudioBudget, LocalLedger, estimate
 from qwen3_asr_server.capacity.shared import SharedLedger
 from qwen3_asr_server.capacity.table import FILE_NAME, Table
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 from qwen3_asr_server.settings.composite import Settings
 from tests.fixtures.audio import pcm_wav, wav
 

@@ -12,7 +12,7 @@ from qwen3_asr_server.capacity.drain import Drain
 from qwen3_asr_server.capacity.lease import Lease
 from qwen3_asr_server.capacity.seats import LocalSeats
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 
 
 class Journal:

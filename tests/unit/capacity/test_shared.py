@@ -12,7 +12,7 @@ from qwen3_asr_server.capacity.admission import BACKGROUND
 from qwen3_asr_server.capacity.shared import POLL, SharedAdmission
 from qwen3_asr_server.capacity.table import FILE_NAME, Table
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.observability.metrics import Metrics
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from qwen3_asr_server.jobs.database import engine_for
-from qwen3_asr_server.jobs.file_rows import RESERVE_SECONDS
-from qwen3_asr_server.jobs.schema import reservations
-from qwen3_asr_server.jobs.store import Store
+from qwen3_asr_server.entrypoints.jobs.database import engine_for
+from qwen3_asr_server.entrypoints.jobs.file_rows import RESERVE_SECONDS
+from qwen3_asr_server.entrypoints.jobs.schema import reservations
+from qwen3_asr_server.entrypoints.jobs.store import Store
 from tests.unit.jobs.test_store import NOW, a_file, database, store
 
 __all__ = ["database", "store"]  # the fixtures, on both databases

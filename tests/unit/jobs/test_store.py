@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, text, update
 
-from qwen3_asr_server.jobs.database import engine_for
-from qwen3_asr_server.jobs.schema import batches, events, lines, metadata
-from qwen3_asr_server.jobs.store import Store
+from qwen3_asr_server.entrypoints.jobs.database import engine_for
+from qwen3_asr_server.entrypoints.jobs.schema import batches, events, lines, metadata
+from qwen3_asr_server.entrypoints.jobs.store import Store
 
 NOW = int(time.time())
 DAY = 86400

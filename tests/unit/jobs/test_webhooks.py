@@ -29,11 +29,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from qwen3_asr_server.backend.launch import free_port
-from qwen3_asr_server.jobs.database import Row, engine_for
-from qwen3_asr_server.jobs.schema import events
-from qwen3_asr_server.jobs.store import Store
-from qwen3_asr_server.jobs.webhooks import Outbox, Webhooks, event
-from qwen3_asr_server.metrics import Metrics
+from qwen3_asr_server.entrypoints.jobs.database import Row, engine_for
+from qwen3_asr_server.entrypoints.jobs.schema import events
+from qwen3_asr_server.entrypoints.jobs.store import Store
+from qwen3_asr_server.entrypoints.jobs.webhooks import Outbox, Webhooks, event
+from qwen3_asr_server.observability.metrics import Metrics
 from tests.fixtures.servers import ThreadedServer
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
@@ -200,7 +200,7 @@ async def test_a_failed_attempt_is_retried_with_the_same_webhook_id_until_a_2xx(
 async def test_an_unreachable_receiver_is_retried_later_and_logged_without_secrets(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "qwen3_asr_server.jobs.webhooks")
+    caplog.set_level(logging.WARNING, "qwen3_asr_server.entrypoints.jobs.webhooks")
     row = event("batch.completed", "batch_private", int(time.time()))
     add(store, row)
     url = f"http://127.0.0.1:{free_port()}/hook"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwen3_asr_server.middleware.origin import admitted, normal
+from qwen3_asr_server.entrypoints.middleware.origin import admitted, normal
 
 
 @pytest.mark.parametrize(

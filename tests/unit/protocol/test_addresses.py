@@ -8,7 +8,7 @@ from ipaddress import IPv4Address
 
 import pytest
 
-from qwen3_asr_server.protocol.addresses import public
+from qwen3_asr_server.entrypoints.protocol.addresses import public
 
 INNER = {
     "127.0.0.1": False,

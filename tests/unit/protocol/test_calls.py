@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
+from qwen3_asr_server.entrypoints.realtime.offers import checked_sdp, session_config
+from qwen3_asr_server.entrypoints.realtime.protocol import SessionConfig
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model.catalog import Catalog
-from qwen3_asr_server.protocol.calls import checked_sdp, session_config
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.realtime import SessionConfig
 
 POLICY = Policy(Catalog("qwen3-asr", ["gpt-4o-transcribe"], 0), 100, 1000)
 OFFER = (

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
-from qwen3_asr_server.chat.request import Request
+from qwen3_asr_server.entrypoints.chat import protocol as chat
+from qwen3_asr_server.entrypoints.chat.request import Request
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model.catalog import Catalog
-from qwen3_asr_server.protocol import chat
-from qwen3_asr_server.protocol.fields import Policy
 
 CATALOG = Catalog("qwen3-asr", [], 0)
 CLOSED = Policy(CATALOG, 400, 1000)

@@ -8,9 +8,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from qwen3_asr_server.model import languages
-from qwen3_asr_server.protocol import fields
-from qwen3_asr_server.protocol.fields import (
+from qwen3_asr_server.entrypoints.protocol import fields
+from qwen3_asr_server.entrypoints.protocol.fields import (
     Between,
     Flag,
     Keywords,
@@ -20,6 +19,7 @@ from qwen3_asr_server.protocol.fields import (
     SilenceDurationMs,
     Threshold,
 )
+from qwen3_asr_server.model import languages
 
 
 class Inner(BaseModel):

@@ -11,12 +11,16 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
+from qwen3_asr_server.entrypoints.audio import protocol as form
+from qwen3_asr_server.entrypoints.audio.protocol import (
+    AudioRequest,
+    TranscriptionRequest,
+    TranslationRequest,
+)
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model import languages
 from qwen3_asr_server.model.catalog import DIARIZE, Catalog
-from qwen3_asr_server.protocol import form
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.speakers.count import SpeakerCount
 from qwen3_asr_server.speech.segmentation import Chunking
 from qwen3_asr_server.transcription.formats import FORMATS

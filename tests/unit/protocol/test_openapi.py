@@ -9,8 +9,12 @@ from typing import Any
 
 from pydantic.json_schema import SkipJsonSchema
 
-from qwen3_asr_server.protocol import openapi
-from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
+from qwen3_asr_server.entrypoints.audio import openapi
+from qwen3_asr_server.entrypoints.audio.protocol import (
+    AudioRequest,
+    TranscriptionRequest,
+    TranslationRequest,
+)
 from qwen3_asr_server.transcription.formats import FORMATS, JSON
 
 

@@ -18,11 +18,9 @@ from openai.types.realtime.realtime_transcription_session_audio_input_turn_detec
 )
 from pydantic import TypeAdapter
 
-from qwen3_asr_server.errors import APIError, EventError
-from qwen3_asr_server.model import languages
-from qwen3_asr_server.model.catalog import Catalog
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.realtime import (
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
+from qwen3_asr_server.entrypoints.realtime import server_events as events
+from qwen3_asr_server.entrypoints.realtime.protocol import (
     SEMANTIC_SILENCE_MS,
     SemanticVad,
     ServerVad,
@@ -32,7 +30,9 @@ from qwen3_asr_server.protocol.realtime import (
     check,
     handshake,
 )
-from qwen3_asr_server.realtime import server_events as events
+from qwen3_asr_server.errors import APIError, EventError
+from qwen3_asr_server.model import languages
+from qwen3_asr_server.model.catalog import Catalog
 
 GA = SessionConfig()
 TranscriptionSessionTurnDetection = TypeAdapter(RealtimeTranscriptionSessionAudioInputTurnDetection)

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from starlette.datastructures import FormData
 
+from qwen3_asr_server.entrypoints.audio import protocol as form
+from qwen3_asr_server.entrypoints.audio.protocol import TranscriptionRequest
+from qwen3_asr_server.entrypoints.protocol import fields
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model.catalog import DIARIZE, Catalog
-from qwen3_asr_server.protocol import fields, form
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.form import TranscriptionRequest
 from qwen3_asr_server.speakers.count import MOST_SPEAKERS, SpeakerCount
 from tests.unit.protocol.test_form import upload
 

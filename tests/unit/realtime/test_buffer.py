@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qwen3_asr_server.realtime.buffer import AudioBuffer
+from qwen3_asr_server.entrypoints.realtime.buffer import AudioBuffer
 
 
 def chunk(start: int, end: int) -> np.ndarray:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from qwen3_asr_server.realtime.call import Bucket
-from qwen3_asr_server.realtime.ice import bound_address
+from qwen3_asr_server.entrypoints.realtime.call import Bucket
+from qwen3_asr_server.entrypoints.realtime.ice import bound_address
 
 
 def test_the_bucket_takes_a_burst_then_the_rate() -> None:

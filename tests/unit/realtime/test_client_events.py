@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from qwen3_asr_server.entrypoints.realtime.client_events import client_event_id, parse_client_event
 from qwen3_asr_server.errors import EventError
-from qwen3_asr_server.realtime.client_events import client_event_id, parse_client_event
 
 
 def test_parse_client_event() -> None:

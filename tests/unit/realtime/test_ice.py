@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from qwen3_asr_server.entrypoints.realtime.ice import (
+    MAX_CANDIDATES,
+    offers_loopback,
+    reachable,
+    screen,
+)
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.realtime.ice import MAX_CANDIDATES, offers_loopback, reachable, screen
 
 HEAD = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\na=fingerprint:sha-256 AB:CD\r\n"
 AUDIO = "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"

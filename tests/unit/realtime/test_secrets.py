@@ -9,18 +9,18 @@ import pybase64
 import pytest
 from pydantic import SecretStr
 
-from qwen3_asr_server.errors import APIError, EventError
-from qwen3_asr_server.model import languages
-from qwen3_asr_server.protocol.client_secrets import session_config
-from qwen3_asr_server.protocol.realtime import ServerVad, SessionConfig
-from qwen3_asr_server.realtime.secrets import (
+from qwen3_asr_server.entrypoints.middleware.ephemeral_keys import (
     MAX_CHARS,
     PREFIX,
     ClientSecrets,
     Grant,
     is_ephemeral,
 )
-from qwen3_asr_server.serving.log_redaction import redact
+from qwen3_asr_server.entrypoints.realtime.client_secrets import session_config
+from qwen3_asr_server.entrypoints.realtime.protocol import ServerVad, SessionConfig
+from qwen3_asr_server.errors import APIError, EventError
+from qwen3_asr_server.model import languages
+from qwen3_asr_server.observability.log_redaction import redact
 
 KEY = SecretStr("sk-server-one")
 NOW = 1_800_000_000

@@ -44,10 +44,10 @@ from openai.types.realtime.realtime_conversation_item_user_message import (
     RealtimeConversationItemUserMessage,
 )
 
+from qwen3_asr_server.entrypoints.realtime import server_events as events
+from qwen3_asr_server.entrypoints.realtime.protocol import ServerVad, SessionConfig
 from qwen3_asr_server.errors import APIError, EventError, ServerError
 from qwen3_asr_server.model import languages
-from qwen3_asr_server.protocol.realtime import ServerVad, SessionConfig
-from qwen3_asr_server.realtime import server_events as events
 from qwen3_asr_server.transcription.usage import Tokens
 
 GA = SessionConfig()

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from qwen3_asr_server.protocol.realtime import SemanticVad, ServerVad, SessionConfig
-from qwen3_asr_server.realtime.speculation import Basis, Speculation
-from qwen3_asr_server.realtime.turns import TAIL, Turns
-from qwen3_asr_server.realtime.worker import Utterance
+from qwen3_asr_server.entrypoints.realtime.protocol import SemanticVad, ServerVad, SessionConfig
+from qwen3_asr_server.entrypoints.realtime.speculation import Basis, Speculation
+from qwen3_asr_server.entrypoints.realtime.turns import TAIL, Turns
+from qwen3_asr_server.entrypoints.realtime.worker import Utterance
 from qwen3_asr_server.speech.audio import Audio
 from qwen3_asr_server.speech.silero import SpeechModel
 from tests.fixtures.speech import spoken

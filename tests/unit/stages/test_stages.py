@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
+from qwen3_asr_server.entrypoints.audio import protocol as form
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.errors import APIError
 from qwen3_asr_server.model import alignment
 from qwen3_asr_server.model.alignment import Word
 from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.model.languages import Language, resolve
-from qwen3_asr_server.protocol import form
-from qwen3_asr_server.protocol.fields import Policy
 from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech.audio import RATE, Audio
 from qwen3_asr_server.stages import registry

@@ -12,12 +12,16 @@ from openai.types import AudioResponseFormat
 from openai.types.audio import Transcription, TranscriptionDiarized, TranscriptionVerbose
 from starlette.datastructures import FormData, UploadFile
 
+from qwen3_asr_server.entrypoints.audio import protocol as form
+from qwen3_asr_server.entrypoints.audio.protocol import (
+    AudioRequest,
+    TranscriptionRequest,
+    TranslationRequest,
+)
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.model.alignment import Word
 from qwen3_asr_server.model.catalog import DIARIZE, Catalog
 from qwen3_asr_server.model.languages import resolve
-from qwen3_asr_server.protocol import form
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.transcription import formats
 from qwen3_asr_server.transcription import request as core
 from qwen3_asr_server.transcription.formats import FORMATS, JSON

@@ -14,12 +14,17 @@ import jsonschema
 import pytest
 from starlette.datastructures import FormData, UploadFile
 
+from qwen3_asr_server.entrypoints.audio import openapi
+from qwen3_asr_server.entrypoints.audio import protocol as form
+from qwen3_asr_server.entrypoints.audio.protocol import (
+    AudioRequest,
+    TranscriptionRequest,
+    TranslationRequest,
+)
+from qwen3_asr_server.entrypoints.protocol.fields import Policy
 from qwen3_asr_server.model.alignment import Word
 from qwen3_asr_server.model.catalog import DIARIZE, Catalog
 from qwen3_asr_server.model.languages import resolve
-from qwen3_asr_server.protocol import form, openapi
-from qwen3_asr_server.protocol.fields import Policy
-from qwen3_asr_server.protocol.form import AudioRequest, TranscriptionRequest, TranslationRequest
 from qwen3_asr_server.transcription.formats import JSON
 from qwen3_asr_server.transcription.transcript import Segment, Transcript
 from qwen3_asr_server.transcription.usage import Tokens

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from qwen3_asr_server.workers.manager import RESPAWN_MAX, ended, respawn_pause
+from qwen3_asr_server.serving.manager import RESPAWN_MAX, ended, respawn_pause
 
 
 def test_each_death_in_a_row_doubles_the_pause_up_to_a_cap() -> None:

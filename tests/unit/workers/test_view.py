@@ -10,9 +10,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from qwen3_asr_server.backend.roles import ALIGNER, ASR, Backend
 from qwen3_asr_server.backend.supervisor import check_ready, status
+from qwen3_asr_server.capacity import table
 from qwen3_asr_server.capacity.table import FILE_NAME, Table
 from qwen3_asr_server.errors import APIError
-from qwen3_asr_server.workers.view import BackendCollector, BackendView
+from qwen3_asr_server.serving.backend_view import BackendCollector, BackendView
 
 
 @dataclass
@@ -72,3 +73,8 @@ def test_the_backend_series_come_from_the_views(tmp_path: Path) -> None:
     assert 'qwen3_asr_model_ready{backend="aligner"} 0.0' in text
     assert 'qwen3_asr_backend_info{backend="aligner",device="remote",model_id="a"} 1.0' in text
     assert 'qwen3_asr_backend_restarts_total{backend="asr"} 2.0' in text
+
+
+def test_the_table_has_a_record_for_each_backend_the_server_runs() -> None:
+    """The table names the roles itself, to stay below the backend: the two lists agree."""
+    assert table.ROLES == (ASR, ALIGNER)

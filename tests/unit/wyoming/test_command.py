@@ -7,13 +7,13 @@ import pytest
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk
 
+from qwen3_asr_server.entrypoints.wyoming.command import Command, Refusal, language_of
+from qwen3_asr_server.entrypoints.wyoming.info import info
 from qwen3_asr_server.model.catalog import Catalog
 from qwen3_asr_server.model.languages import SUPPORTED
 from qwen3_asr_server.settings.composite import Settings
 from qwen3_asr_server.speech.onnx_models import Shared
 from qwen3_asr_server.speech.silero import SpeechModel
-from qwen3_asr_server.wyoming.command import Command, Refusal, language_of
-from qwen3_asr_server.wyoming.info import info
 
 CATALOG = Catalog("tiny", ["whisper-1"], 0.0)
 SPEECH = Shared(SpeechModel)

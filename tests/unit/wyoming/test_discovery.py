@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from qwen3_asr_server.cli import parse_args
-from qwen3_asr_server.wyoming.discovery import advertised_address, default_name
+from qwen3_asr_server.entrypoints.wyoming.discovery import advertised_address, default_name
+from qwen3_asr_server.serving.cli import parse_args
 
 PORT = ["--wyoming-port", "10300"]
 

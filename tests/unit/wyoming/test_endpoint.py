@@ -10,16 +10,16 @@ import pytest
 from wyoming.asr import Transcribe, VadSensitivity
 from wyoming.audio import AudioChunk
 
-from qwen3_asr_server.model.catalog import Catalog
-from qwen3_asr_server.speech.onnx_models import Shared
-from qwen3_asr_server.speech.silero import SpeechModel
-from qwen3_asr_server.wyoming.command import Command
-from qwen3_asr_server.wyoming.endpoint import (
+from qwen3_asr_server.entrypoints.wyoming.command import Command
+from qwen3_asr_server.entrypoints.wyoming.endpoint import (
     MAX_SPEECH_SECONDS,
     QUIET_SECONDS,
     Endpoint,
     silence_ms,
 )
+from qwen3_asr_server.model.catalog import Catalog
+from qwen3_asr_server.speech.onnx_models import Shared
+from qwen3_asr_server.speech.silero import SpeechModel
 from tests.fixtures.speech import noise_only, spoken
 
 RATE = 16_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qwen3_asr_server.wyoming.home import Home, exposed_to_assist
+from qwen3_asr_server.entrypoints.wyoming.home import Home, exposed_to_assist
 from tests.fixtures.home_assistant import PLACES, HomeAssistantStandIn
 
 

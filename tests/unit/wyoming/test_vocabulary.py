@@ -6,9 +6,14 @@ import logging
 
 import pytest
 
+from qwen3_asr_server.entrypoints.wyoming.home import Tier
+from qwen3_asr_server.entrypoints.wyoming.vocabulary import (
+    Vocabulary,
+    cut,
+    distinct,
+    estimate_tokens,
+)
 from qwen3_asr_server.settings.composite import Settings
-from qwen3_asr_server.wyoming.home import Tier
-from qwen3_asr_server.wyoming.vocabulary import Vocabulary, cut, distinct, estimate_tokens
 
 TIERS: tuple[Tier, ...] = (
     (("Coffee Maker", "Espresso Machine"), ("Reading Lamp",)),

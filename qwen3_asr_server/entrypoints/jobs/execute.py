@@ -1,0 +1,132 @@
+"""One batch line run: its body read as the endpoint's own request (the form's model for the
+audio routes, with `file` naming a stored file; the chat body as it is), and answered by the
+same service the synchronous endpoint calls, so that a line's answer is that endpoint's."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+from starlette.datastructures import Headers, UploadFile
+
+from ...capacity.admission import Slots
+from ...errors import APIError, invalid
+from ...observability.metrics import Metrics
+from ...transcription.service import TranscriptionService
+from ..audio.protocol import AudioRequest, TranscriptionRequest, TranslationRequest
+from ..chat import protocol as chat
+from ..chat.service import ChatService
+from ..protocol import fields
+from ..protocol.fields import Policy
+from .fetch import Downloads, download
+from .files import FileStorage
+from .shapes import CHAT, TRANSCRIPTIONS
+from .store import Store
+
+
+@dataclass(frozen=True)
+class Services:
+    """What batch lines are run with: the synchronous endpoints' own services and checks,
+    the engine's admission (whose spare slots lines take) and the metrics."""
+
+    policy: Policy
+    transcription: TranscriptionService
+    chat: ChatService
+    admission: Slots
+    metrics: Metrics
+    downloads: Downloads | None  # a line's `file_url` (--batch-file-urls); None: refused
+
+
+class Retry(Exception):
+    """The line cannot run now (the engine is away or full): it goes back in the queue."""
+
+
+async def answer(
+    state: Services,
+    store: Store,
+    storage: FileStorage,
+    endpoint: str,
+    body: dict[str, Any],
+    request_id: str,
+) -> tuple[int, Any]:
+    """The line's status and answer: what the endpoint answers, or its error in OpenAI's
+    shape. A 503 or 429 (the engine away or full) is not an answer: `Retry`."""
+    try:
+        if endpoint == CHAT:
+            return 200, await _chat(state, body, request_id)
+        model = TranscriptionRequest if endpoint == TRANSCRIPTIONS else TranslationRequest
+        return 200, await _audio(state, store, storage, model, body, request_id)
+    except APIError as exc:
+        if exc.status in (429, 503):
+            raise Retry(exc.message) from exc
+        return exc.status, exc.body()
+
+
+def _whole(stream: bool) -> None:
+    """A line is answered whole, into the output file: a 400 for one that asks to stream."""
+    if stream:
+        raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
+
+
+async def _chat(state: Services, body: dict[str, Any], request_id: str) -> Any:
+    asked = chat.read(body, state.policy).completion(body)
+    _whole(asked.stream)
+    return await state.chat.answer(asked, request_id)
+
+
+async def _audio(
+    state: Services,
+    store: Store,
+    storage: FileStorage,
+    model: type[AudioRequest],
+    body: dict[str, Any],
+    request_id: str,
+) -> Any:
+    with contextlib.ExitStack() as closing:
+        if "file_url" in body:
+            handle, size, name = await _downloaded(state, body["file_url"])
+            closing.callback(handle.close)
+            body = {key: value for key, value in body.items() if key != "file_url"}
+        else:
+            handle, size, name = await _stored(store, storage, body.get("file"))
+            closing.callback(handle.close)
+        upload = UploadFile(handle, size=size, filename=name, headers=Headers())
+        try:
+            asked = model.model_validate(
+                {**body, "file": upload}, context={fields.POLICY: state.policy}
+            )
+        except ValidationError as exc:
+            raise fields.api_error(exc) from None
+        _whole(asked.stream)
+        job = await state.transcription.accept(asked.transcription())
+        try:
+            return await state.transcription.transcribe(job, request_id)
+        finally:
+            job.release()
+
+
+async def _stored(store: Store, storage: FileStorage, file_id: Any) -> tuple[BinaryIO, int, str]:
+    """The stored file a line's `file` names, opened."""
+    if not isinstance(file_id, str):
+        message = "A line's 'file' is the id of a file uploaded with purpose user_data."
+        raise invalid(message, "file", code="missing_file")
+    stored = await store.run(store.file, file_id)
+    if stored is None or stored["purpose"] != "user_data":
+        raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
+    return storage.path(file_id).open("rb"), stored["bytes"], stored["filename"]
+
+
+async def _downloaded(state: Services, url: Any) -> tuple[BinaryIO, int, str]:
+    """The file a line's `file_url` names, downloaded (when the operator allows it)."""
+    if state.downloads is None:
+        message = "file_url is off on this server (--batch-file-urls): upload the file instead."
+        raise invalid(message, "file_url", code="file_url_not_allowed")
+    if not isinstance(url, str):
+        raise invalid("file_url must be a URL.", "file_url")
+    handle = await download(url, state.downloads)
+    size = handle.seek(0, 2)
+    handle.seek(0)
+    return handle, size, urlsplit(url).path.rsplit("/", 1)[-1] or "file_url"

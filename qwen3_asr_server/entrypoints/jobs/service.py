@@ -1,0 +1,210 @@
+"""The jobs of one app: its store (opened when first needed, or at start when it holds
+work), the stored files, the runner, and what the Files and Batches routes ask of them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from ...errors import APIError, invalid
+from . import shapes
+from .database import engine_for
+from .execute import Services
+from .files import FileStorage
+from .quota import Quota
+from .runner import Announce, Announced, Runner, owner_name
+from .shapes import Row
+from .store import Store
+from .webhooks import Webhooks, event
+
+if TYPE_CHECKING:
+    from ...settings.composite import Settings
+
+logger = logging.getLogger(__name__)
+SWEEP_SECONDS = 60.0  # how often expired files are deleted
+COMPLETION_WINDOW = 24 * 3600
+
+
+def not_found(kind: str, object_id: str, param: str) -> APIError:
+    return APIError(404, f"No such {kind} object: {object_id}", param=param, code=None)
+
+
+class Jobs:
+    def __init__(self, settings: Settings, services: Services) -> None:
+        self.services = services
+        self.settings = settings
+        self.storage = FileStorage(self.settings.data_path / "files")
+        self._store: Store | None = None
+        self.runner: Runner | None = None
+        self.quota: Quota | None = None
+        self.webhooks: Webhooks | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._opening = asyncio.Lock()
+
+    @property
+    def stored(self) -> bool:
+        """There is a store to resume: PostgreSQL, or a SQLite database made before."""
+        return bool(self.settings.jobs_db) or (self.settings.data_path / "jobs.sqlite3").exists()
+
+    async def store(self) -> Store:
+        """The store, opened (and the runner started) the first time work is asked for."""
+        async with self._opening:
+            if self._store is None:
+                await self._open()
+        assert self._store is not None
+        return self._store
+
+    async def _open(self) -> None:
+        url = self.settings.jobs_db.get_secret_value() if self.settings.jobs_db else None
+        engine = engine_for(url, self.settings.data_path)
+        self._store = await asyncio.to_thread(Store, engine)
+        self.quota = Quota(self._store, self.storage, self.settings.storage_quota_mb)
+        owner = owner_name()
+        self.runner = Runner(
+            self.settings, self.services, self._store, self.storage, owner, *self._events(owner)
+        )
+        self._tasks = [
+            asyncio.create_task(self.runner.run(), name="batch runner"),
+            asyncio.create_task(self._sweep(), name="file sweeper"),
+        ]
+        if self.webhooks is not None:
+            self._tasks.append(asyncio.create_task(self.webhooks.run(), name="webhooks"))
+
+    def _events(self, owner: str) -> tuple[Announce, Announced]:
+        """How the runner announces a batch's end: a webhook event (`--webhook-url`), or none."""
+        url, secret = self.settings.webhook_url, self.settings.webhook_secret
+        if url is None or secret is None or self._store is None:
+            return (lambda kind, batch_id: None), (lambda: None)
+        self.webhooks = Webhooks(
+            self._store, url, secret.get_secret_value(), self.services.metrics, owner
+        )
+        return (lambda kind, batch_id: event(kind, batch_id, int(time.time()))), self.webhooks.poke
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.webhooks is not None:
+            await self.webhooks.aclose()
+        if self._store is not None:
+            self._store.close()
+
+    async def _sweep(self) -> None:
+        """Expired files deleted, rows first: a file is never listed without its bytes; and
+        what writers that died left (the room held for their files, their bytes) removed."""
+        assert self._store is not None
+        store = self._store
+        while True:
+            try:
+                for file_id in await store.run(store.expired_files, time.time()):
+                    await store.run(store.delete_file, file_id)
+                    await asyncio.to_thread(self.storage.remove, file_id)
+                for file_id in await store.run(store.lapsed_reservations, time.time()):
+                    await asyncio.to_thread(self.storage.remove, file_id)
+            except Exception:
+                logger.exception("deleting expired files failed; trying again")
+            await asyncio.sleep(SWEEP_SECONDS)
+
+    # files
+
+    async def add_file(
+        self, source: BinaryIO, size: int, filename: str, purpose: str, expires_after: int | None
+    ) -> Row:
+        store = await self.store()
+        assert self.quota is not None
+        now = int(time.time())
+        keep = expires_after or int(self.settings.file_retention_days * 86400)
+        file_id = shapes.new_id("file-")
+        written = await self.quota.write({file_id: (source, size)})
+        row = {
+            "id": file_id,
+            "purpose": purpose,
+            "filename": filename,
+            "bytes": written[file_id],
+            "created_at": now,
+            "expires_at": now + keep,
+        }
+        try:
+            await store.run(store.add_file, row)
+        except BaseException:
+            await self.quota.discard([file_id])
+            raise
+        return row
+
+    async def file(self, file_id: str) -> Row:
+        store = await self.store()
+        row = await store.run(store.file, file_id)
+        if row is None:
+            raise not_found("File", file_id, "file_id")
+        return row
+
+    async def files(self, purpose: str | None, after: str | None, limit: int, asc: bool) -> Row:
+        store = await self.store()
+        rows = await store.run(store.files, purpose, after, limit + 1, asc)
+        return shapes.page([shapes.file_object(row) for row in rows], limit)
+
+    async def delete_file(self, file_id: str) -> Row:
+        store = await self.store()
+        if not await store.run(store.delete_file, file_id):
+            raise not_found("File", file_id, "file_id")
+        await asyncio.to_thread(self.storage.remove, file_id)
+        return {"id": file_id, "object": "file", "deleted": True}
+
+    # batches
+
+    async def add_batch(self, asked: dict[str, Any]) -> Row:
+        store = await self.store()
+        source = await store.run(store.file, asked["input_file_id"])
+        if source is None:
+            raise not_found("File", asked["input_file_id"], "input_file_id")
+        if source["purpose"] != "batch":
+            message = (
+                f"The input file {source['id']} has purpose {source['purpose']!r}, not 'batch'."
+            )
+            raise invalid(message, "input_file_id")
+        now = int(time.time())
+        row = {
+            "id": shapes.new_id("batch_"),
+            "endpoint": asked["endpoint"],
+            "input_file_id": source["id"],
+            "completion_window": asked["completion_window"],
+            "metadata": asked.get("metadata"),
+            "output_expires_after": asked.get("output_expires_after"),
+            "status": "validating",
+            "created_at": now,
+            "expires_at": now + COMPLETION_WINDOW,
+        }
+        await store.run(store.add_batch, row)
+        assert self.runner is not None
+        self.runner.poke()
+        return await self.batch(row["id"])
+
+    async def batch(self, batch_id: str) -> Row:
+        store = await self.store()
+        row = await store.run(store.batch, batch_id)
+        if row is None:
+            raise not_found("Batch", batch_id, "batch_id")
+        return shapes.batch_object(row)
+
+    async def batches(self, after: str | None, limit: int) -> Row:
+        store = await self.store()
+        rows = await store.run(store.batches, after, limit + 1)
+        return shapes.page([shapes.batch_object(row) for row in rows], limit)
+
+    async def cancel(self, batch_id: str) -> Row:
+        """The batch, cancelling (or cancelled already: a cancel asked again, or by several
+        clients at once, is answered as the first was); a 409 once it ended otherwise."""
+        store = await self.store()
+        if await store.run(store.cancel, batch_id, int(time.time())):
+            assert self.runner is not None
+            self.runner.poke()
+        batch = await self.batch(batch_id)
+        if batch["status"] not in ("cancelling", "cancelled"):
+            message = f"Cannot cancel a batch with status {batch['status']!r}."
+            raise APIError(409, message, param="batch_id", code="batch_not_cancellable")
+        return batch
