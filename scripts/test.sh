@@ -147,7 +147,8 @@ if ! command -v podman >/dev/null; then
 fi
 
 lints() {
-    "$venv/bin/ruff" check . && "$venv/bin/ruff" format --check . && "$venv/bin/mypy"
+    "$venv/bin/ruff" check . && "$venv/bin/ruff" format --check . && "$venv/bin/mypy" &&
+        "$venv/bin/lint-imports"
 }
 timed lints lints
 

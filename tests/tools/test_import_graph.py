@@ -1,4 +1,7 @@
-"""The package's import graph has no circles, and the core knows nothing of HTTP.
+"""The package's import graph has no circles, and the core loads no web framework.
+
+Which floor may import which is import-linter's to check (`lint-imports`, its contracts in
+`pyproject.toml`, run with the lints); what it cannot see is checked here.
 
 Read from the source (every `import` and `from ... import`, those under `TYPE_CHECKING`
 included: a circle there is still two modules that cannot be understood one without the
@@ -22,17 +25,6 @@ ROOT = PACKAGE.name
 # the core: what a transcription is made of, whichever front door it came through, and the
 # engine behind it
 CORE = ("transcription", "stages", "speech", "model", "speakers", "capacity", "backend")
-# HTTP, and the front doors' own request models (a multipart form, a session config)
-FRONT = (
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    f"{ROOT}.routes",
-    f"{ROOT}.middleware",
-    f"{ROOT}.protocol",
-    f"{ROOT}.realtime",
-    f"{ROOT}.wyoming",
-)
 # what no module of the core may load, however indirectly
 WEB_FRAMEWORKS = ("fastapi", "starlette")
 
@@ -105,43 +97,6 @@ def test_no_module_of_the_package_imports_itself_back() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_the_core_imports_nothing_of_http_nor_of_a_front_door() -> None:
-    core = [m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in CORE]
-    assert core, "no core modules found"
-    leaks = {
-        f"{module} -> {each}"
-        for module in core
-        for each in _imports(module)
-        if each.startswith(FRONT) or each.split(".")[0] in FRONT
-    }
-    assert leaks == set()
-
-
-def _leaks(packages: tuple[str, ...], above: tuple[str, ...]) -> set[str]:
-    """Imports of the modules in `packages` that reach a module or package in `above`."""
-    inside = [m for m in MODULES if m.split(".")[1:2] and m.split(".")[1] in packages]
-    assert inside, f"no modules of {packages} found"
-    return {
-        f"{module} -> {each}"
-        for module in inside
-        for each in _imports(module)
-        if each.startswith(above) or each.split(".")[0] in above
-    }
-
-
-def test_the_capacity_layer_imports_nothing_it_counts_for() -> None:
-    """A session's lease takes small protocols: the capacity layer knows nothing of the
-    backend, the server's process, the app's state nor a front door."""
-    above = (*FRONT, f"{ROOT}.backend", f"{ROOT}.serving", f"{ROOT}.state")
-    assert _leaks(("capacity",), above) == set()
-
-
-def test_the_live_doors_see_their_services_not_the_app_state() -> None:
-    """Realtime sessions and Wyoming connections are handed the narrow services they use
-    (`realtime.services`, `wyoming.services`), never the app's state."""
-    assert _leaks(("realtime", "wyoming"), (f"{ROOT}.state",)) == set()
 
 
 # Imports each module in turn; prints the first that loaded a web framework, and which.
