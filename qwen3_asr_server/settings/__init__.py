@@ -7,6 +7,6 @@ an unset field means a default worked out later). The settings come in groups, o
 class each (the front doors' too: `realtime`, `wyoming`), mixed into `composite.Settings` and
 listed in its `GROUPS`, the order of `--help` and of the configuration reference. A module
 takes the groups it reads, not `Settings`, so that the core imports no front door's group;
-this package's own import imports none of them either. The command line is read in `cli`,
+this package's own import imports none of them either. The command line is read in `serving.cli`,
 where flags this declaration does not know are kept, in order, for vLLM.
 """

@@ -45,7 +45,7 @@ class Retry(Exception):
 
 
 async def answer(
-    state: Services,
+    services: Services,
     store: Store,
     storage: FileStorage,
     endpoint: str,
@@ -56,9 +56,9 @@ async def answer(
     shape. A 503 or 429 (the engine away or full) is not an answer: `Retry`."""
     try:
         if endpoint == CHAT:
-            return 200, await _chat(state, body, request_id)
+            return 200, await _chat(services, body, request_id)
         model = TranscriptionRequest if endpoint == TRANSCRIPTIONS else TranslationRequest
-        return 200, await _audio(state, store, storage, model, body, request_id)
+        return 200, await _audio(services, store, storage, model, body, request_id)
     except APIError as exc:
         if exc.status in (429, 503):
             raise Retry(exc.message) from exc
@@ -71,14 +71,14 @@ def _whole(stream: bool) -> None:
         raise invalid("A batch line does not stream; leave 'stream' out.", "stream")
 
 
-async def _chat(state: Services, body: dict[str, Any], request_id: str) -> Any:
-    asked = chat.read(body, state.policy).completion(body)
+async def _chat(services: Services, body: dict[str, Any], request_id: str) -> Any:
+    asked = chat.read(body, services.policy).completion(body)
     _whole(asked.stream)
-    return await state.chat.answer(asked, request_id)
+    return await services.chat.answer(asked, request_id)
 
 
 async def _audio(
-    state: Services,
+    services: Services,
     store: Store,
     storage: FileStorage,
     model: type[AudioRequest],
@@ -87,7 +87,7 @@ async def _audio(
 ) -> Any:
     with contextlib.ExitStack() as closing:
         if "file_url" in body:
-            handle, size, name = await _downloaded(state, body["file_url"])
+            handle, size, name = await _downloaded(services, body["file_url"])
             closing.callback(handle.close)
             body = {key: value for key, value in body.items() if key != "file_url"}
         else:
@@ -96,14 +96,14 @@ async def _audio(
         upload = UploadFile(handle, size=size, filename=name, headers=Headers())
         try:
             asked = model.model_validate(
-                {**body, "file": upload}, context={fields.POLICY: state.policy}
+                {**body, "file": upload}, context={fields.POLICY: services.policy}
             )
         except ValidationError as exc:
             raise fields.api_error(exc) from None
         _whole(asked.stream)
-        job = await state.transcription.accept(asked.transcription())
+        job = await services.transcription.accept(asked.transcription())
         try:
-            return await state.transcription.transcribe(job, request_id)
+            return await services.transcription.transcribe(job, request_id)
         finally:
             job.release()
 
@@ -119,14 +119,14 @@ async def _stored(store: Store, storage: FileStorage, file_id: Any) -> tuple[Bin
     return storage.path(file_id).open("rb"), stored["bytes"], stored["filename"]
 
 
-async def _downloaded(state: Services, url: Any) -> tuple[BinaryIO, int, str]:
+async def _downloaded(services: Services, url: Any) -> tuple[BinaryIO, int, str]:
     """The file a line's `file_url` names, downloaded (when the operator allows it)."""
-    if state.downloads is None:
+    if services.downloads is None:
         message = "file_url is off on this server (--batch-file-urls): upload the file instead."
         raise invalid(message, "file_url", code="file_url_not_allowed")
     if not isinstance(url, str):
         raise invalid("file_url must be a URL.", "file_url")
-    handle = await download(url, state.downloads)
+    handle = await download(url, services.downloads)
     size = handle.seek(0, 2)
     handle.seek(0)
     return handle, size, urlsplit(url).path.rsplit("/", 1)[-1] or "file_url"

@@ -54,7 +54,7 @@ class Runner:
     def __init__(
         self,
         settings: Settings,
-        state: Services,
+        services: Services,
         store: Store,
         storage: FileStorage,
         owner: str,
@@ -62,7 +62,7 @@ class Runner:
         announced: Announced,
     ) -> None:
         self.settings = settings
-        self.state = state
+        self.services = services
         self.store = store
         self.storage = storage
         self.quota = Quota(store, storage, settings.storage_quota_mb)
@@ -106,7 +106,7 @@ class Runner:
     async def _count(self) -> None:
         counts = await self.store.run(self.store.queued_lines)
         for state in ("queued", "running"):
-            self.state.metrics.batch_queue.labels(state=state).set(counts.get(state, 0))
+            self.services.metrics.batch_queue.labels(state=state).set(counts.get(state, 0))
 
     async def _validate(self, batch: Row) -> None:
         now = int(time.time())
@@ -185,7 +185,7 @@ class Runner:
     async def _lines(self) -> None:
         while True:
             try:
-                if not self.state.admission.spare():  # interactive requests first
+                if not self.services.admission.spare():  # interactive requests first
                     await asyncio.sleep(SPARE_POLL)
                     continue
                 line = await self.store.run(self.store.claim_line, self.owner, self.lease)
@@ -208,7 +208,7 @@ class Runner:
         background.run(BACKGROUND.set, True)
         work = asyncio.create_task(
             answer(
-                self.state, self.store, self.storage, line["endpoint"], line["body"], request_id
+                self.services, self.store, self.storage, line["endpoint"], line["body"], request_id
             ),
             context=background,
         )
@@ -224,14 +224,14 @@ class Runner:
         try:
             status, body = work.result()
         except Retry:
-            self.state.metrics.batch_lines.labels(outcome="retried").inc()
+            self.services.metrics.batch_lines.labels(outcome="retried").inc()
             await self._release(line, RETRY_DELAY)
             return
         except Exception as exc:  # a bug: the line fails, not the queue (it would run again)
             logger.exception("batch line %s of %s failed", line["idx"], line["batch_id"])
             status, body = 500, ServerError(f"The line could not be run: {exc!r}").body()
         outcome = "failed" if status >= 400 else "completed"
-        self.state.metrics.batch_lines.labels(outcome=outcome).inc()
+        self.services.metrics.batch_lines.labels(outcome=outcome).inc()
         output = shapes.answered(line, status, request_id, body)
         await self.store.run(
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
@@ -247,7 +247,7 @@ class Runner:
             f"{self.settings.batch_max_attempts}): its server stopped each time."
         )
         logger.error("batch line %s of %s given up: %s", line["idx"], line["batch_id"], message)
-        self.state.metrics.batch_lines.labels(outcome="failed").inc()
+        self.services.metrics.batch_lines.labels(outcome="failed").inc()
         output = shapes.not_run(line, "too_many_attempts", message)
         await self.store.run(
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, True, output

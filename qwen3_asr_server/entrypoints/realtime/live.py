@@ -31,7 +31,7 @@ from .buffer import AudioBuffer
 from .protocol import SessionConfig
 from .server_events import ClientGone, Send
 from .services import RealtimeServices
-from .worker import Transcriber
+from .transcriber import Transcriber
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ class RealtimeServices:
     settings: Settings
     metrics: Metrics
     policy: Policy  # what a session.update is checked against; the context's limit
-    transcription: TranscriptionService  # each committed utterance's (`worker`)
+    transcription: TranscriptionService  # each committed utterance's (`transcriber`)
     speech_model: Shared[SpeechModel]  # Silero VAD, for the turns
     diarizer: SpeakerFinder | None  # a diarizing session's speakers; None: --diarizer none
     turn_end: TurnEnd | None  # Smart Turn, for semantic_vad sessions (--smart-turn)

@@ -2,7 +2,7 @@
 
 The session dispatches each client event to the part whose job it is: its configuration
 (`entrypoints.realtime.protocol`), the input audio buffer and its turns (`turns`), the transcription
-worker that transcribes committed utterances in order (`worker`), and the relay of utterances
+worker that transcribes committed utterances in order (`transcriber`), and the relay of utterances
 into vLLM's own realtime endpoint while they are spoken (`live`, with `--vllm-realtime`).
 """
 
@@ -23,8 +23,8 @@ from .live import Live, Relays
 from .protocol import SessionConfig
 from .server_events import Send
 from .services import RealtimeServices
+from .transcriber import Transcriber
 from .turns import COMPLETE, TurnJudge, Turns
-from .worker import Transcriber
 
 
 class Session:

@@ -35,7 +35,7 @@ from .live import Live
 from .protocol import G711, SemanticVad, ServerVad, SessionConfig
 from .server_events import Send
 from .speculation import PAUSE_MS, Speculation
-from .worker import Utterance
+from .transcriber import Utterance
 
 MAX_BUFFER_SECONDS = 600  # manual commits: 19 MB of 16 kHz audio at most, then appends fail
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less
@@ -52,7 +52,7 @@ class TurnJudge(Protocol):
 
 
 class Speculator(Protocol):
-    """Who transcribes an utterance before its turn ends (`worker.Transcriber`)."""
+    """Who transcribes an utterance before its turn ends (`transcriber.Transcriber`)."""
 
     def speculate(
         self, item_id: str, spoken: Audio, start: int, end: int

@@ -11,8 +11,8 @@ import numpy.typing as npt
 
 from qwen3_asr_server.entrypoints.realtime.protocol import SemanticVad, ServerVad, SessionConfig
 from qwen3_asr_server.entrypoints.realtime.speculation import Basis, Speculation
+from qwen3_asr_server.entrypoints.realtime.transcriber import Utterance
 from qwen3_asr_server.entrypoints.realtime.turns import TAIL, Turns
-from qwen3_asr_server.entrypoints.realtime.worker import Utterance
 from qwen3_asr_server.speech.audio import Audio
 from qwen3_asr_server.speech.silero import SpeechModel
 from tests.fixtures.speech import spoken
