@@ -41,6 +41,7 @@ from .entrypoints.middleware.drain import DrainMiddleware
 from .entrypoints.middleware.early_close import CloseEarlyAnswers
 from .entrypoints.middleware.error_guard import ErrorGuard
 from .entrypoints.middleware.errors import install as install_error_handlers
+from .entrypoints.middleware.keys import Keys
 from .entrypoints.middleware.metrics import MetricsMiddleware
 from .entrypoints.middleware.origin import OriginCheck
 from .entrypoints.middleware.request_id import RequestIdMiddleware
@@ -185,6 +186,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
     )
     chat_service = ChatService(upstream, catalog)
     drain = Drain(upstream.abort, settings.shutdown_timeout)
+    keys = Keys(settings.keys_file, settings.api_key)
     state = AppState(
         settings=settings,
         metrics=parts.metrics,
@@ -193,6 +195,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
         supervisor=parts.asr,
         upstream=upstream,
         drain=drain,
+        keys=keys,
         transcription=transcription,
         speech_model=speech_model,
         aligner=aligner,
@@ -212,6 +215,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
             upstream,
             drain,
             parts.seats,
+            keys,
         ),
         wyoming=WyomingServices(
             settings,
@@ -277,10 +281,13 @@ def create_app(
             await doors.jobs.store()
         # a worker's port is advertised by its main process (`serving.manager`)
         advertised = discovery.advertised(settings) if backends is None else None
+        watching = asyncio.create_task(state.keys.watch()) if settings.keys_file else None
         try:
             async with advertised or contextlib.nullcontext():
                 yield
         finally:
+            if watching is not None:
+                watching.cancel()
             await call.end_all(doors.realtime.calls)
             if listener is not None:
                 await listener.close()
@@ -329,11 +336,11 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     }
     app.add_middleware(BodyLimit, caps=caps)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(Authentication, key=settings.api_key, routes=app.router.routes)
+    app.add_middleware(Authentication, keys=state.keys, routes=app.router.routes)
     app.add_middleware(
         OriginCheck,
         allowed=settings.allowed_origins,
-        keyless=settings.api_key is None,
+        keyless=settings.keyless,
         always=(offers.PATH,),  # a page may send an offer as a form, with no preflight
     )
     app.add_middleware(DrainMiddleware, drain=state.drain)

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from .app import create_app
+from .entrypoints.middleware import keys
 from .errors import LaunchError
 from .serving import manager
 from .serving import server as serving
@@ -25,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        keys.load(settings.keys_file, settings.api_key)  # before any port or process is taken
+    except LaunchError as exc:
+        print(f"qwen3-asr-server: error: {exc}", file=sys.stderr)
+        return 1
     sock = serving.bind(settings)
     if sock is None:
         return 1

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..speech.onnx_models import Shared
     from ..speech.silero import SpeechModel
     from ..transcription.service import TranscriptionService
+    from .middleware.keys import Keys
     from .protocol.fields import Policy
 
 
@@ -39,6 +40,7 @@ class AppState:
     supervisor: BackendState  # the ASR backend's
     upstream: Upstream
     drain: Drain
+    keys: Keys  # --api-key and --keys-file's, as last read
     transcription: TranscriptionService
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
     speech_model: Shared[SpeechModel]

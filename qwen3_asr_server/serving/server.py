@@ -134,11 +134,11 @@ def bind(settings: Settings) -> socket.socket | None:
         )
         return None
     sock.set_inheritable(False)
-    if settings.api_key is None and beyond_loopback(settings.host):
+    if settings.keyless and beyond_loopback(settings.host):
         logger.warning(
-            "Listening on %s:%d with no --api-key: anyone who can reach this port can use the "
-            "model. Set --api-key (QWEN3_ASR_API_KEY), or --host 127.0.0.1 to serve this "
-            "machine only.",
+            "Listening on %s:%d with no --api-key nor --keys-file: anyone who can reach this "
+            "port can use the model. Set --api-key (QWEN3_ASR_API_KEY) or --keys-file, or "
+            "--host 127.0.0.1 to serve this machine only.",
             settings.host,
             settings.port,
         )

@@ -73,7 +73,13 @@ class Settings(
         return value
 
     @field_validator(
-        "api_key", "backend_api_key", "hass_token", "jobs_db", "webhook_secret", mode="before"
+        "api_key",
+        "backend_api_key",
+        "hass_token",
+        "jobs_db",
+        "keys_file",
+        "webhook_secret",
+        mode="before",
     )
     @classmethod
     def _empty_key_is_no_key(cls, value: Any) -> Any:

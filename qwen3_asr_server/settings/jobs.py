@@ -96,7 +96,7 @@ class JobsSettings(BaseModel):
         if (self.webhook_url is None) != (self.webhook_secret is None):
             raise ValueError("--webhook-url and --webhook-secret go together")
         secret = self.webhook_secret.get_secret_value() if self.webhook_secret else None
-        if secret is not None and not _standard(secret):
+        if secret is not None and not standard_secret(secret):
             raise ValueError(
                 "--webhook-secret is a Standard Webhooks secret: whsec_ and padded base64 "
                 "(the openai SDK cannot verify one without its padding)"
@@ -108,7 +108,8 @@ class JobsSettings(BaseModel):
         return self
 
 
-def _standard(secret: str) -> bool:
+def standard_secret(secret: str) -> bool:
+    """Whether `secret` is a Standard Webhooks secret the openai SDK can verify with."""
     if not secret.startswith("whsec_"):
         return False
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field, SecretStr
 
 
@@ -24,6 +26,13 @@ class ServerSettings(BaseModel):
         description="Require `Authorization: Bearer <key>` on every route but /health, /livez, "
         "/metrics, the playground and /openapi.json.",
         json_schema_extra={"env": "QWEN_API_KEY", "metavar": "KEY"},
+    )
+    keys_file: Path | None = Field(
+        None,
+        description="A TOML file of projects and their keys, each with its own limits "
+        "(docs: Keys and projects), read again within 5 s of a change; beside --api-key, which "
+        "is then the key of the project `default`, or instead of it.",
+        json_schema_extra={"metavar": "PATH"},
     )
     backlog: int = Field(
         2048,
@@ -49,3 +58,8 @@ class ServerSettings(BaseModel):
         True,
         description="Serve the playground page at / (`--no-ui`: no page and no routes for it).",
     )
+
+    @property
+    def keyless(self) -> bool:
+        """Whether anyone may call the API: neither --api-key nor --keys-file is set."""
+        return self.api_key is None and self.keys_file is None

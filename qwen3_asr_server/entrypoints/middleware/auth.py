@@ -1,33 +1,34 @@
 """The API key, checked for every route but those on one list: closed by default.
 
-With `--api-key` set, a request (HTTP or a WebSocket handshake) must carry it as
-`Authorization: Bearer <key>`; browsers, which cannot set headers on a WebSocket, may offer
+With `--api-key` or `--keys-file` set, a request (HTTP or a WebSocket handshake) must carry a
+key as `Authorization: Bearer <key>`; browsers, which cannot set headers on a WebSocket, may offer
 it as the subprotocol `openai-insecure-api-key.<key>`, as OpenAI's Realtime API takes it. A
 route is open only if its path template is in `OPEN`; any other, a route added tomorrow
 included, answers OpenAI's 401 without the key. Paths that match no route pass on to the
 router, whose 404 or 405 says nothing a caller without the key could use.
 
-The route is only looked for when the key is missing or wrong: a request that carries the
-right key, or a server without one, pays for one header lookup.
+The keys are `--api-key` and those of `--keys-file` (`entrypoints.middleware.keys`), as this
+process last read them: a key removed from the file is refused from its next request on. The
+route is only looked for when the key is missing or wrong: a request that carries a key pays
+for one header lookup, one SHA-256 and one dictionary lookup; a server without keys, for none.
 
 An ephemeral key (`ek_...`, minted at `POST /v1/realtime/client_secrets`, see
-`entrypoints.middleware.ephemeral_keys`) stands for the key on the routes of `EPHEMERAL` only, while
-it is valid: a browser or a phone holds one to open a Realtime session, and can do nothing else with
-it.
+`entrypoints.middleware.ephemeral_keys`) stands for the key that minted it on the routes of
+`EPHEMERAL` only, while it is valid and that key is: a browser or a phone holds one to open a
+Realtime session, and can do nothing else with it.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 
-from pydantic import SecretStr
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
 from .ephemeral_keys import ClientSecrets, is_ephemeral
 from .errors import send_error
+from .keys import Key, Keyring, Keys
 
 # The routes anyone may call: probes and scrapes (they hold no one's data), the playground's
 # page, files and language list (the page asks for the key before it calls the API), and the
@@ -65,8 +66,15 @@ def bearer(scope: Scope) -> str | None:
     return None
 
 
-def refusal(expected: SecretStr, token: str | None) -> APIError | None:
-    """OpenAI's 401 when `token` is not the key; None when it is."""
+def caller(scope: Scope) -> Key | None:
+    """The key a request came with (for an ephemeral key, the key that minted it); None on a
+    server with no key."""
+    found = scope.get("auth")
+    return found if isinstance(found, Key) else None
+
+
+def refusal(token: str | None) -> APIError:
+    """OpenAI's 401 for a request with no key, or one that is none of the keys."""
     if token is None:
         return APIError(
             401,
@@ -75,11 +83,7 @@ def refusal(expected: SecretStr, token: str | None) -> APIError | None:
             code="missing_api_key",
             headers=_CHALLENGE,
         )
-    if not secrets.compare_digest(token.encode(), expected.get_secret_value().encode()):
-        return APIError(
-            401, "Incorrect API key provided.", code="invalid_api_key", headers=_CHALLENGE
-        )
-    return None
+    return APIError(401, "Incorrect API key provided.", code="invalid_api_key", headers=_CHALLENGE)
 
 
 def _route(routes: list[BaseRoute], scope: Scope) -> BaseRoute | None:
@@ -92,33 +96,39 @@ def _route(routes: list[BaseRoute], scope: Scope) -> BaseRoute | None:
 
 
 class Authentication:
-    """ASGI middleware: OpenAI's 401 for any route outside `OPEN` without the key."""
+    """ASGI middleware: OpenAI's 401 for any route outside `OPEN` without a key; the key a
+    request came with goes into its scope's `auth` (`caller`)."""
 
-    def __init__(self, app: ASGIApp, key: SecretStr | None, routes: list[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, keys: Keys, routes: list[BaseRoute]) -> None:
         self.app = app
-        self.key = key
+        self.keys = keys
         self.routes = routes  # the app's own list: routes added to it later are closed too
-        self.secrets = ClientSecrets(key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.key is None or scope["type"] not in ("http", "websocket"):
+        keyring = self.keys.current
+        if not keyring.closed or scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         token = bearer(scope)
-        error = refusal(self.key, token)
-        if error is not None:
+        key = keyring.find(token) if token is not None and not is_ephemeral(token) else None
+        if key is None:
             route = _route(self.routes, scope)
             path = getattr(route, "path", None)
+            error: APIError | None = refusal(token)
             if is_ephemeral(token) and path not in OPEN:
-                error = self._ephemeral(token, path)
+                error, key = self._ephemeral(keyring, token, path)
             if error is not None and route is not None and path not in OPEN:
                 scope["route"] = route  # so the metrics and the log name it
                 await send_error(error, scope, receive, send)
                 return
+        scope["auth"] = key
         await self.app(scope, receive, send)
 
-    def _ephemeral(self, token: str, path: str | None) -> APIError | None:
-        """None when an ephemeral key opens `path`; else the 401 that says why not."""
+    def _ephemeral(
+        self, keyring: Keyring, token: str, path: str | None
+    ) -> tuple[APIError | None, Key | None]:
+        """The key that minted an ephemeral key when it opens `path`; else the 401 that says
+        why not."""
         if path not in EPHEMERAL:
             return APIError(
                 401,
@@ -126,9 +136,9 @@ class Authentication:
                 "API key.",
                 code="invalid_api_key",
                 headers=_CHALLENGE,
-            )
+            ), None
         try:
-            self.secrets.open(token, time.time())
+            grant = ClientSecrets(keyring).open(token, time.time())
         except APIError as refused:  # expired, or not minted here
-            return refused
-        return None
+            return refused, None
+        return None, keyring.named(grant.key) if grant.key is not None else None

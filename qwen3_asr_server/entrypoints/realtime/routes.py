@@ -19,9 +19,10 @@ lease until it ends; one whose offer cannot be answered gives it back at once. T
 size is bounded before this (`entrypoints.middleware.body_limits`).
 
 `POST /v1/realtime/client_secrets` mints an ephemeral key for a browser or a phone
-(`entrypoints.middleware.ephemeral_keys`). Minting takes the API key (the middleware refuses an
-ephemeral key here: one cannot mint another); the session asked for is checked as a
-`session.update` would be, so a bad one is a 400 naming its field, before any secret exists.
+(`entrypoints.middleware.ephemeral_keys`). Minting takes an API key, which the secret names
+(the middleware refuses an ephemeral key here: one cannot mint another); the session asked for
+is checked as a `session.update` would be, so a bad one is a 400 naming its field, before any
+secret exists.
 A session or call opened with such a key starts with the session it was minted for
 (`granted`), the call's form `session` (if any) applied over it.
 
@@ -42,7 +43,7 @@ from starlette.requests import HTTPConnection
 from ...capacity.lease import Lease
 from ...errors import APIError
 from ..doors import slice_services
-from ..middleware.auth import bearer
+from ..middleware.auth import bearer, caller
 from ..middleware.ephemeral_keys import ClientSecrets, Grant, is_ephemeral
 from ..middleware.errors import send_error
 from ..protocol.body import json_body, read
@@ -153,7 +154,8 @@ async def create_client_secret(request: Request, services: Services) -> dict[str
     config = session_config(asked.session)
     protocol.check(config, services.policy)
     expires_at = int(time.time()) + asked.expires_after.seconds
-    value = ClientSecrets(services.settings.api_key).mint(Grant(expires_at, asked.session))
+    secrets = ClientSecrets(services.keys.current)
+    value = secrets.mint(Grant(expires_at, asked.session), caller(request.scope))
     session = session_object(config, new_id("sess"))
     return {"value": value, "expires_at": expires_at, "session": session}
 
@@ -165,7 +167,7 @@ def granted(connection: HTTPConnection, services: RealtimeServices) -> SessionCo
     token = bearer(connection.scope)
     if not is_ephemeral(token):
         return None
-    grant = ClientSecrets(services.settings.api_key).open(token, time.time())
+    grant = ClientSecrets(services.keys.current).open(token, time.time())
     config = session_config(grant.session)
     protocol.check(config, services.policy)
     return config

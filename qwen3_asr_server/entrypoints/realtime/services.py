@@ -23,6 +23,7 @@ from ...speech.onnx_models import Shared
 from ...speech.silero import SpeechModel
 from ...speech.turn_end import TurnEnd
 from ...transcription.service import TranscriptionService
+from ..middleware.keys import Keys
 from ..protocol.fields import Policy
 
 
@@ -39,5 +40,6 @@ class RealtimeServices:
     upstream: Upstream  # the model's id at that backend (--vllm-realtime)
     drain: Drain  # once it starts, each session closes itself when settled
     seats: Seats  # sessions and calls open, at most --max-sessions (the routes' leases)
+    keys: Keys  # which keys mint and open ephemeral keys
     # WebRTC calls, each serving past the POST that made it (`call`)
     calls: set[asyncio.Task[None]] = field(default_factory=set)

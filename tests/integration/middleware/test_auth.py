@@ -141,5 +141,5 @@ def test_a_server_open_beyond_loopback_without_a_key_says_so_at_start(
     finally:
         server.stop()
         backend.stop()
-    said = "with no --api-key: anyone who can reach this port can use the model" in server.output()
+    said = "anyone who can reach this port can use the model" in server.output()
     assert said is warned

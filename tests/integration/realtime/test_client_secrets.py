@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from websockets.asyncio.client import connect
 
 from qwen3_asr_server.entrypoints.middleware.ephemeral_keys import ClientSecrets, Grant
+from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT, keyring
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess, listening, workers
@@ -119,8 +120,9 @@ async def test_an_ephemeral_key_opens_realtime_sessions_and_nothing_else() -> No
 
 
 async def test_expired_foreign_and_altered_keys_are_refused_and_the_server_serves_on() -> None:
-    expired = ClientSecrets(SecretStr(KEY)).mint(Grant(int(time.time()) - 1, SESSION))
-    foreign = ClientSecrets(SecretStr("sk-another-server")).mint(Grant(2**40, SESSION))
+    ours, theirs = keyring(None, SecretStr(KEY)), keyring(None, SecretStr("sk-another-server"))
+    expired = ClientSecrets(ours).mint(Grant(int(time.time()) - 1, SESSION), ours.named(DEFAULT))
+    foreign = ClientSecrets(theirs).mint(Grant(2**40, SESSION), theirs.named(DEFAULT))
     with serving(api_key=KEY) as url:
         token = (await mint(url, session=SESSION)).value
         altered = alter(token)

@@ -1,0 +1,154 @@
+"""Many keys, one server (`--keys-file`): each key served through the openai SDK beside
+`--api-key`, a key taken out of the file refused within 5 s in every worker with no restart,
+the ephemeral keys it minted with it, and a file that does not hold together refused at start
+in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import AuthenticationError, OpenAI
+
+from tests.fixtures.harness import MODEL
+from tests.fixtures.process import ServerProcess
+from tests.fixtures.servers import ThreadedServer
+from tests.fixtures.standin import StandIn
+from tests.integration.realtime.test_client_secrets import SESSION, bearer
+from tests.integration.realtime.test_handshakes import refusal
+from tests.integration.realtime.test_realtime import serving, session
+
+ADMIN = "sk-admin"
+KEYS = """
+[[projects]]
+name = "notes"
+
+[[projects]]
+name = "calls"
+
+[[keys]]
+name = "notes-web"
+project = "notes"
+key = "sk-notes"
+
+[[keys]]
+name = "calls-batch"
+project = "calls"
+key = "sk-calls"
+"""
+WITHOUT_NOTES = KEYS.replace('[[keys]]\nname = "notes-web"\nproject = "notes"\nkey = "sk-notes"', "")
+
+
+def models(url: str, key: str | None) -> int:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.get(f"{url}/v1/models", headers=headers).status_code
+
+
+async def answers(url: str, key: str) -> int:
+    async with httpx.AsyncClient() as http:
+        found = await http.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"})
+    return found.status_code
+
+
+async def within(seconds: float, url: str, key: str, status: int) -> None:
+    """Wait until `key` is answered `status`; fail the test after `seconds`."""
+    start = time.monotonic()
+    while await answers(url, key) != status:
+        assert time.monotonic() - start < seconds, f"not within {seconds} s"
+        await asyncio.sleep(0.1)
+
+
+async def write(path: Path, text: str) -> None:
+    await asyncio.to_thread(path.write_text, text)
+
+
+@pytest.fixture
+def keys_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.toml"
+    path.write_text(KEYS)
+    return path
+
+
+def test_each_key_of_the_file_is_served_beside_the_api_key_and_others_are_not(
+    keys_file: Path,
+) -> None:
+    with serving(api_key=ADMIN, keys_file=keys_file) as ws_url:
+        url = ws_url.replace("ws://", "http://")
+        for key in (ADMIN, "sk-notes", "sk-calls"):
+            listed = OpenAI(base_url=f"{url}/v1", api_key=key).models.list()
+            assert listed.data[0].id == MODEL
+        with pytest.raises(AuthenticationError) as refused:
+            OpenAI(base_url=f"{url}/v1", api_key="sk-note").models.list()
+        assert refused.value.code == "invalid_api_key"
+        assert models(url, None) == 401
+        assert httpx.get(f"{url}/health").status_code == 200
+
+
+async def test_a_key_taken_out_of_the_file_is_refused_with_the_secrets_it_minted(
+    keys_file: Path,
+) -> None:
+    with serving(api_key=ADMIN, keys_file=keys_file) as ws_url:
+        url = ws_url.replace("ws://", "http://")
+        minted = OpenAI(base_url=f"{url}/v1", api_key="sk-notes").realtime.client_secrets
+        token = minted.create(session=SESSION).value
+        async with session(ws_url, **bearer(token)):
+            pass
+
+        await write(keys_file, WITHOUT_NOTES)
+        await within(5, url, "sk-notes", 401)
+        status, error, _ = await refusal(ws_url, **bearer(token))
+        assert (status, error["code"]) == (401, "invalid_api_key")
+        assert "revoked" in error["message"]
+        assert await answers(url, "sk-calls") == 200
+        async with session(ws_url, **bearer("sk-calls")):
+            pass
+
+        await write(keys_file, "[[keys]\n")  # broken: the keys before it stay
+        await asyncio.sleep(2.5)
+        assert await answers(url, "sk-calls") == await answers(url, ADMIN) == 200
+        assert await answers(url, "sk-notes") == 401
+        await write(keys_file, KEYS)  # back again, with no restart
+        await within(5, url, "sk-notes", 200)
+
+
+@pytest.fixture
+def backend() -> Iterator[str]:
+    server = ThreadedServer(StandIn(MODEL).app).start()
+    yield server.url
+    server.stop()
+
+
+def test_every_worker_takes_a_change_of_the_file_within_5_seconds(
+    tmp_path: Path, keys_file: Path, backend: str
+) -> None:
+    args = ["--backend-url", backend, "--model", MODEL, "--workers", "2"]
+    server = ServerProcess(tmp_path, [*args, "--keys-file", str(keys_file)])
+    try:
+        server.wait_for_health(200)
+        assert {models(server.url, "sk-notes") for _ in range(20)} == {200}
+        keys_file.write_text(WITHOUT_NOTES)
+        time.sleep(5)
+        # new connections each: the kernel spreads them over both workers' sockets
+        assert {models(server.url, "sk-notes") for _ in range(40)} == {401}
+        assert {models(server.url, "sk-calls") for _ in range(20)} == {200}
+    finally:
+        server.stop()
+
+
+def test_a_file_that_does_not_hold_together_stops_the_server_at_start_in_one_line(
+    tmp_path: Path, keys_file: Path, backend: str
+) -> None:
+    keys_file.write_text(KEYS.replace('project = "calls"', 'project = "call"'))
+    server = ServerProcess(
+        tmp_path, ["--backend-url", backend, "--model", MODEL, "--keys-file", str(keys_file)]
+    )
+    assert server.wait_exit() == 1
+    said = [line for line in server.output().splitlines() if line.strip()]
+    assert said == [
+        f"qwen3-asr-server: error: --keys-file {keys_file}: the key 'calls-batch' names an "
+        "unknown project 'call'"
+    ]
