@@ -202,7 +202,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
     )
     return state, Doors(
         chat=chat_service,
-        jobs=_jobs(settings, parts, policy, transcription, chat_service),
+        jobs=_jobs(settings, parts, policy, transcription, chat_service, keys),
         realtime=RealtimeServices(
             settings,
             parts.metrics,
@@ -237,6 +237,7 @@ def _jobs(
     policy: Policy,
     transcription: TranscriptionService,
     chat: ChatService,
+    keys: Keys,
 ) -> Jobs:
     """Files and batches, whose lines are run by the synchronous endpoints' own services."""
     downloads = Downloads(
@@ -250,7 +251,7 @@ def _jobs(
         parts.metrics,
         downloads if settings.batch_file_urls else None,
     )
-    return Jobs(settings, services)
+    return Jobs(settings, services, keys)
 
 
 def create_app(

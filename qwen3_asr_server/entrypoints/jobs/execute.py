@@ -19,11 +19,12 @@ from ...transcription.service import TranscriptionService
 from ..audio.protocol import AudioRequest, TranscriptionRequest, TranslationRequest
 from ..chat import protocol as chat
 from ..chat.service import ChatService
+from ..middleware.keys import DEFAULT
 from ..protocol import fields
 from ..protocol.fields import Policy
 from .fetch import Downloads, download
 from .files import FileStorage
-from .shapes import CHAT, TRANSCRIPTIONS
+from .shapes import CHAT, TRANSCRIPTIONS, Row
 from .store import Store
 
 
@@ -45,20 +46,18 @@ class Retry(Exception):
 
 
 async def answer(
-    services: Services,
-    store: Store,
-    storage: FileStorage,
-    endpoint: str,
-    body: dict[str, Any],
-    request_id: str,
+    services: Services, store: Store, storage: FileStorage, line: Row, request_id: str
 ) -> tuple[int, Any]:
-    """The line's status and answer: what the endpoint answers, or its error in OpenAI's
-    shape. A 503 or 429 (the engine away or full) is not an answer: `Retry`."""
+    """The status and answer of a claimed line (its body, with its batch's endpoint and
+    project): what the endpoint answers, or its error in OpenAI's shape. A 503 or 429 (the
+    engine away or full) is not an answer: `Retry`."""
+    endpoint, body = line["endpoint"], line["body"]
     try:
         if endpoint == CHAT:
             return 200, await _chat(services, body, request_id)
         model = TranscriptionRequest if endpoint == TRANSCRIPTIONS else TranslationRequest
-        return 200, await _audio(services, store, storage, model, body, request_id)
+        stored = Stored(store, storage, line["project"] or DEFAULT)
+        return 200, await _audio(services, stored, model, body, request_id)
     except APIError as exc:
         if exc.status in (429, 503):
             raise Retry(exc.message) from exc
@@ -79,8 +78,7 @@ async def _chat(services: Services, body: dict[str, Any], request_id: str) -> An
 
 async def _audio(
     services: Services,
-    store: Store,
-    storage: FileStorage,
+    stored: Stored,
     model: type[AudioRequest],
     body: dict[str, Any],
     request_id: str,
@@ -91,7 +89,7 @@ async def _audio(
             closing.callback(handle.close)
             body = {key: value for key, value in body.items() if key != "file_url"}
         else:
-            handle, size, name = await _stored(store, storage, body.get("file"))
+            handle, size, name = await stored.open(body.get("file"))
             closing.callback(handle.close)
         upload = UploadFile(handle, size=size, filename=name, headers=Headers())
         try:
@@ -108,15 +106,23 @@ async def _audio(
             job.release()
 
 
-async def _stored(store: Store, storage: FileStorage, file_id: Any) -> tuple[BinaryIO, int, str]:
-    """The stored file a line's `file` names, opened."""
-    if not isinstance(file_id, str):
-        message = "A line's 'file' is the id of a file uploaded with purpose user_data."
-        raise invalid(message, "file", code="missing_file")
-    stored = await store.run(store.file, file_id)
-    if stored is None or stored["purpose"] != "user_data":
-        raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
-    return storage.path(file_id).open("rb"), stored["bytes"], stored["filename"]
+@dataclass(frozen=True)
+class Stored:
+    """The stored files a batch's lines may name: its project's."""
+
+    store: Store
+    storage: FileStorage
+    project: str
+
+    async def open(self, file_id: Any) -> tuple[BinaryIO, int, str]:
+        """The stored file a line's `file` names, opened."""
+        if not isinstance(file_id, str):
+            message = "A line's 'file' is the id of a file uploaded with purpose user_data."
+            raise invalid(message, "file", code="missing_file")
+        found = await self.store.run(self.store.file, file_id, self.project)
+        if found is None or found["purpose"] != "user_data":
+            raise invalid(f"No such user_data file: {file_id!r}.", "file", code="file_not_found")
+        return self.storage.path(file_id).open("rb"), found["bytes"], found["filename"]
 
 
 async def _downloaded(services: Services, url: Any) -> tuple[BinaryIO, int, str]:

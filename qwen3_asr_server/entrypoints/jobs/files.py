@@ -39,13 +39,21 @@ def over_file_limit(limit: int, seen: int | None = None) -> APIError:
 
 
 class OverQuota(APIError):
-    """Files that `--storage-quota-mb` has no room for: an upload's 413, or a batch's error."""
+    """Files that `--storage-quota-mb` (or the project's quota) has no room for: an upload's
+    413, or a batch's error."""
 
-    def __init__(self, quota: int, stored: int, size: int, what: str = "this file has") -> None:
+    def __init__(
+        self,
+        quota: int,
+        stored: int,
+        size: int,
+        what: str = "this file has",
+        whose: str = "--storage-quota-mb",
+    ) -> None:
         super().__init__(
             413,
             f"The storage quota is full: {stored / MIB:.1f} of {quota / MIB:g} MB are stored and "
-            f"{what} {size / MIB:.1f} MB (--storage-quota-mb). Delete files you no longer need.",
+            f"{what} {size / MIB:.1f} MB ({whose}). Delete files you no longer need.",
             param="file",
             code="storage_quota_exceeded",
         )

@@ -1,7 +1,8 @@
 """Files written within `--storage-quota-mb`: the room for them held in the store before a
 byte is written, so that uploads and batch outputs arriving at once, in any process or
 server, cannot pass the quota together; given back when the write fails or the file is not
-kept. Uploads and a batch's output and error files take this one path."""
+kept. Uploads and a batch's output and error files take this one path; each counts against
+the server's quota and against its project's, if the keys file gives it one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 
 from ...errors import MIB
+from ..middleware.keys import Project
 from .files import FileStorage, OverQuota
 from .store import Store
 
@@ -21,17 +23,24 @@ class Quota:
         self.quota = int(quota_mb * MIB)
 
     async def write(
-        self, sources: Mapping[str, tuple[BinaryIO, int]], what: str = "this file has"
+        self,
+        sources: Mapping[str, tuple[BinaryIO, int]],
+        project: Project,
+        what: str = "this file has",
     ) -> dict[str, int]:
-        """Each source (id: its bytes and their size) written as its file, all of them or
-        none (`OverQuota` when they do not fit); the sizes written. The files are not stored
-        until the store keeps their rows (`keep`), which gives their room back as it does."""
+        """Each source (id: its bytes and their size) written as the project's file, all of
+        them or none (`OverQuota` when they do not fit the server's quota or the project's);
+        the sizes written. The files are not stored until the store keeps their rows (`keep`),
+        which gives their room back as it does."""
         if not sources:
             return {}
         sizes = {file_id: size for file_id, (_, size) in sources.items()}
-        stored = await self.store.run(self.store.reserve, sizes, self.quota)
-        if stored is not None:
-            raise OverQuota(self.quota, stored, sum(sizes.values()), what)
+        own = project.storage_quota_mb
+        quotas = (self.quota, int(own * MIB) if own is not None else None)
+        full = await self.store.run(self.store.reserve, sizes, project.name, quotas)
+        if full is not None:
+            whose = "the project's storage_quota_mb" if full.project else "--storage-quota-mb"
+            raise OverQuota(full.quota, full.stored, sum(sizes.values()), what, whose)
         written: dict[str, int] = {}
         try:
             for file_id, (source, _) in sources.items():

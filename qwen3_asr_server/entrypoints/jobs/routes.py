@@ -7,6 +7,11 @@ it is kept; a batch's input (`batch`) when its batch starts.
 Batches: `POST /v1/batches`, `GET /v1/batches`, `GET /v1/batches/{id}` and
 `POST /v1/batches/{id}/cancel`. The work is the runner's (`entrypoints.jobs.runner`); these
 routes only write and read the store.
+
+Each route works for the project of the key it was called with (`--keys-file`; the project
+`default` on a server with one key or none): another project's files and batches answer 404
+as if they did not exist, lists show the project's own, and a batch reads its project's files
+only.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from starlette.datastructures import FormData, UploadFile
 from ...errors import APIError, invalid
 from ...speech import audio
 from ..doors import slice_services
+from ..middleware.auth import caller
+from ..middleware.keys import Project
 from ..protocol.body import json_body, read
 from . import protocol, shapes
 from .files import FULL, disk_full
@@ -28,12 +35,20 @@ from .service import Jobs
 
 router = APIRouter()
 Service = Annotated[Jobs, Depends(slice_services("jobs"))]
+
+
+async def _project(request: Request, jobs: Service) -> Project:
+    """The project of the key the request came with: whose files and batches it sees."""
+    return jobs.keys.current.project(caller(request.scope))
+
+
+Owner = Annotated[Project, Depends(_project)]
 PROBE_SECONDS = 2.0  # of an audio file, decoded at upload to tell it is audio
 MIN_SECONDS = 0.1  # of a recording: less is no speech to transcribe (OpenAI's minimum too)
 
 
 @router.post("/v1/files")
-async def create_file(request: Request, jobs: Service) -> dict[str, Any]:
+async def create_file(request: Request, jobs: Service, project: Owner) -> dict[str, Any]:
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise invalid("Send the file as multipart/form-data with a 'file' field.", "file")
     try:
@@ -44,7 +59,7 @@ async def create_file(request: Request, jobs: Service) -> dict[str, Any]:
             expires = asked.expires_after.seconds if asked.expires_after else None
             name = upload.filename or "file"
             size = upload.size or 0
-            row = await jobs.add_file(upload.file, size, name, asked.purpose, expires)
+            row = await jobs.add_file(project, upload.file, size, name, asked.purpose, expires)
     except OSError as exc:  # the upload spooled to a full disk before it was read
         if exc.errno in FULL:
             raise disk_full() from exc
@@ -90,55 +105,57 @@ def _decodes(upload: UploadFile) -> None:
 @router.get("/v1/files")
 async def list_files(
     jobs: Service,
+    project: Owner,
     purpose: str | None = None,
     after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=shapes.PAGE)] = shapes.PAGE,
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
 ) -> dict[str, Any]:
-    return await jobs.files(purpose, after, limit, order == "asc")
+    return await jobs.files(project, purpose, after, limit, order == "asc")
 
 
 @router.get("/v1/files/{file_id}")
-async def retrieve_file(file_id: str, jobs: Service) -> dict[str, Any]:
-    return shapes.file_object(await jobs.file(file_id))
+async def retrieve_file(file_id: str, jobs: Service, project: Owner) -> dict[str, Any]:
+    return shapes.file_object(await jobs.file(project, file_id))
 
 
 @router.get("/v1/files/{file_id}/content")
-async def file_content(file_id: str, jobs: Service) -> FileResponse:
-    row = await jobs.file(file_id)
+async def file_content(file_id: str, jobs: Service, project: Owner) -> FileResponse:
+    row = await jobs.file(project, file_id)
     kind = "application/jsonl" if row["filename"].endswith(".jsonl") else "application/octet-stream"
     return FileResponse(jobs.storage.path(file_id), media_type=kind, filename=row["filename"])
 
 
 @router.delete("/v1/files/{file_id}")
-async def delete_file(file_id: str, jobs: Service) -> dict[str, Any]:
-    return await jobs.delete_file(file_id)
+async def delete_file(file_id: str, jobs: Service, project: Owner) -> dict[str, Any]:
+    return await jobs.delete_file(project, file_id)
 
 
 @router.post("/v1/batches")
-async def create_batch(request: Request, jobs: Service) -> dict[str, Any]:
+async def create_batch(request: Request, jobs: Service, project: Owner) -> dict[str, Any]:
     body = await json_body(request)
     asked: protocol.BatchCreate = read(protocol.BatchCreate, body, text=False)
     values = asked.model_dump()
     expires = asked.output_expires_after
     values["output_expires_after"] = expires.seconds if expires else None
-    return await jobs.add_batch(values)
+    return await jobs.add_batch(project, values)
 
 
 @router.get("/v1/batches")
 async def list_batches(
     jobs: Service,
+    project: Owner,
     after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
-    return await jobs.batches(after, limit)
+    return await jobs.batches(project, after, limit)
 
 
 @router.get("/v1/batches/{batch_id}")
-async def retrieve_batch(batch_id: str, jobs: Service) -> dict[str, Any]:
-    return await jobs.batch(batch_id)
+async def retrieve_batch(batch_id: str, jobs: Service, project: Owner) -> dict[str, Any]:
+    return await jobs.batch(project, batch_id)
 
 
 @router.post("/v1/batches/{batch_id}/cancel")
-async def cancel_batch(batch_id: str, jobs: Service) -> dict[str, Any]:
-    return await jobs.cancel(batch_id)
+async def cancel_batch(batch_id: str, jobs: Service, project: Owner) -> dict[str, Any]:
+    return await jobs.cancel(project, batch_id)

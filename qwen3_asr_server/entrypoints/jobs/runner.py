@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...capacity.admission import BACKGROUND
 from ...errors import ServerError
+from ..middleware.keys import DEFAULT, Keys
 from . import shapes
 from .execute import Retry, Services, answer
 from .files import FileStorage, OverQuota
@@ -41,7 +42,8 @@ FINAL = {
     "failed": "failed_at",
 }
 EXPIRED = "This request could not be run before the batch's completion window ended."
-Announce = Callable[[str, str], Row | None]  # (event type, batch id) -> an event row, or none
+# (event type, batch id, its project) -> an event row, or none
+Announce = Callable[[str, str, str | None], Row | None]
 Announced = Callable[[], None]  # told when an event has been stored, to send it now
 
 
@@ -58,6 +60,7 @@ class Runner:
         store: Store,
         storage: FileStorage,
         owner: str,
+        keys: Keys,
         announce: Announce,
         announced: Announced,
     ) -> None:
@@ -66,6 +69,7 @@ class Runner:
         self.store = store
         self.storage = storage
         self.quota = Quota(store, storage, settings.storage_quota_mb)
+        self.keys = keys  # the projects: their quotas for the output files
         self.announce = announce
         self.announced = announced
         self.owner = owner
@@ -119,7 +123,8 @@ class Runner:
             problem = shapes.batch_error("too_many_attempts", None, message, None)
             await self._end(batch, "failed", now, errors=[problem])
             return
-        stored = await self.store.run(self.store.file, batch["input_file_id"])
+        project = batch["project"] or DEFAULT
+        stored = await self.store.run(self.store.file, batch["input_file_id"], project)
         if stored is None:
             message = f"The input file {batch['input_file_id']} is gone."
             problem = shapes.batch_error("file_not_found", None, message, "input_file_id")
@@ -148,7 +153,8 @@ class Runner:
         ids = {name: shapes.new_id("file-") for name in contents}
         sources = {ids[name]: (io.BytesIO(text), len(text)) for name, text in contents.items()}
         try:
-            sizes = await self.quota.write(sources, "the batch's output files have")
+            project = self.keys.current.named_project(batch["project"])
+            sizes = await self.quota.write(sources, project, "the batch's output files have")
         except OverQuota as exc:  # its answers are lost: the batch fails, nothing is stored
             problem = {"code": exc.code, "line": None, "param": None, "message": exc.message}
             await self._end(batch, "failed", now, errors=[problem], finalizing_at=now)
@@ -162,6 +168,7 @@ class Runner:
                 "filename": f"{batch['id']}_{name}.jsonl",
                 "created_at": now,
                 "expires_at": now + keep,
+                "project": batch["project"],
             }
             for name, file_id in ids.items()
         ]
@@ -172,7 +179,7 @@ class Runner:
         self, batch: Row, final: str, now: int, added: list[Row] | None = None, **values: Any
     ) -> None:
         values = {"status": final, FINAL[final]: now, **values}
-        event = self.announce(f"batch.{final}", batch["id"])
+        event = self.announce(f"batch.{final}", batch["id"], batch["project"])
         ended = await self.store.run(
             self.store.end_batch, batch["id"], self.owner, values, added or [], event
         )
@@ -207,9 +214,7 @@ class Runner:
         background = contextvars.copy_context()  # its requests wait for spare slots
         background.run(BACKGROUND.set, True)
         work = asyncio.create_task(
-            answer(
-                self.services, self.store, self.storage, line["endpoint"], line["body"], request_id
-            ),
+            answer(self.services, self.store, self.storage, line, request_id),
             context=background,
         )
         try:

@@ -19,8 +19,12 @@ from sqlalchemy import (
     Table,
     Text,
     inspect,
+    or_,
     text,
 )
+from sqlalchemy.sql.elements import ColumnElement
+
+from ..middleware.keys import DEFAULT
 
 metadata = MetaData()
 
@@ -33,6 +37,7 @@ files = Table(
     Column("bytes", BigInteger, nullable=False),
     Column("created_at", Integer, nullable=False, index=True),
     Column("expires_at", Integer, index=True),
+    Column("project", String(64)),  # whose (`owned`)
 )
 
 # Room held for a file while its bytes are written: counted with the files' bytes against
@@ -44,6 +49,7 @@ reservations = Table(
     Column("id", String(64), primary_key=True),  # the file's, once it is stored
     Column("bytes", BigInteger, nullable=False),
     Column("until", Float, nullable=False, index=True),  # a writer dead by then held it
+    Column("project", String(64)),
 )
 
 batches = Table(
@@ -73,6 +79,7 @@ batches = Table(
     # the server validating or finalizing it, and until when
     Column("owner", String(128)),
     Column("lease_until", Float),
+    Column("project", String(64)),  # whose (`owned`); its lines read its project's files
 )
 
 lines = Table(
@@ -103,7 +110,16 @@ events = Table(
     Column("gave_up_at", Integer),  # retried until 72 h after it was created: never sent again
     Column("owner", String(128)),
     Column("lease_until", Float),
+    Column("project", String(64)),  # whose batch it announces: where it is sent
 )
+
+
+def owned(column: Column[str], project: str) -> ColumnElement[bool]:
+    """The rows of `project`. A row written before there were projects has none: it is the
+    project `default`'s, as the one key of that server now is."""
+    if project == DEFAULT:
+        return or_(column == project, column.is_(None))
+    return column == project
 
 
 def create(connection: Connection) -> None:

@@ -10,12 +10,13 @@ import time
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ...errors import APIError, invalid
+from ..middleware.keys import Keys, Project
 from . import shapes
 from .database import engine_for
 from .execute import Services
 from .files import FileStorage
 from .quota import Quota
-from .runner import Announce, Announced, Runner, owner_name
+from .runner import Runner, owner_name
 from .shapes import Row
 from .store import Store
 from .webhooks import Webhooks, event
@@ -33,15 +34,20 @@ def not_found(kind: str, object_id: str, param: str) -> APIError:
 
 
 class Jobs:
-    def __init__(self, settings: Settings, services: Services) -> None:
+    """What the Files and Batches routes ask, each for a project: a file or batch of another
+    project answers as one that does not exist."""
+
+    def __init__(self, settings: Settings, services: Services, keys: Keys) -> None:
         self.services = services
         self.settings = settings
+        self.keys = keys  # the projects, with their quotas and webhooks
         self.storage = FileStorage(self.settings.data_path / "files")
         self._store: Store | None = None
         self.runner: Runner | None = None
         self.quota: Quota | None = None
         self.webhooks: Webhooks | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._sender: asyncio.Task[None] | None = None
         self._opening = asyncio.Lock()
 
     @property
@@ -63,25 +69,46 @@ class Jobs:
         self._store = await asyncio.to_thread(Store, engine)
         self.quota = Quota(self._store, self.storage, self.settings.storage_quota_mb)
         owner = owner_name()
+        self.webhooks = Webhooks(self._store, self._destination, self.services.metrics, owner)
         self.runner = Runner(
-            self.settings, self.services, self._store, self.storage, owner, *self._events(owner)
+            self.settings,
+            self.services,
+            self._store,
+            self.storage,
+            owner,
+            self.keys,
+            self._announce,
+            self._sent,
         )
         self._tasks = [
             asyncio.create_task(self.runner.run(), name="batch runner"),
             asyncio.create_task(self._sweep(), name="file sweeper"),
         ]
-        if self.webhooks is not None:
-            self._tasks.append(asyncio.create_task(self.webhooks.run(), name="webhooks"))
+        projects = self.keys.current.projects.values()
+        if self.settings.webhook_url or any(project.webhook_url for project in projects):
+            self._sent()  # events left unsent by the last run
 
-    def _events(self, owner: str) -> tuple[Announce, Announced]:
-        """How the runner announces a batch's end: a webhook event (`--webhook-url`), or none."""
-        url, secret = self.settings.webhook_url, self.settings.webhook_secret
-        if url is None or secret is None or self._store is None:
-            return (lambda kind, batch_id: None), (lambda: None)
-        self.webhooks = Webhooks(
-            self._store, url, secret.get_secret_value(), self.services.metrics, owner
-        )
-        return (lambda kind, batch_id: event(kind, batch_id, int(time.time()))), self.webhooks.poke
+    def _destination(self, project: str | None) -> tuple[str, str] | None:
+        """Where a project's events go: its own webhook, else the server's, else nowhere."""
+        own = self.keys.current.named_project(project)
+        url, secret = own.webhook_url, own.webhook_secret
+        if url is None or secret is None:
+            url, secret = self.settings.webhook_url, self.settings.webhook_secret
+        return (url, secret.get_secret_value()) if url and secret else None
+
+    def _announce(self, kind: str, batch_id: str, project: str | None) -> Row | None:
+        """The event announcing a batch's end, when its project's events go somewhere."""
+        if self._destination(project) is None:
+            return None
+        return event(kind, batch_id, int(time.time()), project)
+
+    def _sent(self) -> None:
+        """An event was stored: the sender (started with the first) sends it now."""
+        assert self.webhooks is not None
+        if self._sender is None:
+            self._sender = asyncio.create_task(self.webhooks.run(), name="webhooks")
+            self._tasks.append(self._sender)
+        self.webhooks.poke()
 
     async def aclose(self) -> None:
         for task in self._tasks:
@@ -102,7 +129,7 @@ class Jobs:
         while True:
             try:
                 for file_id in await store.run(store.expired_files, time.time()):
-                    await store.run(store.delete_file, file_id)
+                    await store.run(store.delete_file, file_id, None)
                     await asyncio.to_thread(self.storage.remove, file_id)
                 for file_id in await store.run(store.lapsed_reservations, time.time()):
                     await asyncio.to_thread(self.storage.remove, file_id)
@@ -113,14 +140,20 @@ class Jobs:
     # files
 
     async def add_file(
-        self, source: BinaryIO, size: int, filename: str, purpose: str, expires_after: int | None
+        self,
+        project: Project,
+        source: BinaryIO,
+        size: int,
+        filename: str,
+        purpose: str,
+        expires_after: int | None,
     ) -> Row:
         store = await self.store()
         assert self.quota is not None
         now = int(time.time())
         keep = expires_after or int(self.settings.file_retention_days * 86400)
         file_id = shapes.new_id("file-")
-        written = await self.quota.write({file_id: (source, size)})
+        written = await self.quota.write({file_id: (source, size)}, project)
         row = {
             "id": file_id,
             "purpose": purpose,
@@ -128,6 +161,7 @@ class Jobs:
             "bytes": written[file_id],
             "created_at": now,
             "expires_at": now + keep,
+            "project": project.name,
         }
         try:
             await store.run(store.add_file, row)
@@ -136,30 +170,32 @@ class Jobs:
             raise
         return row
 
-    async def file(self, file_id: str) -> Row:
+    async def file(self, project: Project, file_id: str) -> Row:
         store = await self.store()
-        row = await store.run(store.file, file_id)
+        row = await store.run(store.file, file_id, project.name)
         if row is None:
             raise not_found("File", file_id, "file_id")
         return row
 
-    async def files(self, purpose: str | None, after: str | None, limit: int, asc: bool) -> Row:
+    async def files(
+        self, project: Project, purpose: str | None, after: str | None, limit: int, asc: bool
+    ) -> Row:
         store = await self.store()
-        rows = await store.run(store.files, purpose, after, limit + 1, asc)
+        rows = await store.run(store.files, project.name, purpose, after, limit + 1, asc)
         return shapes.page([shapes.file_object(row) for row in rows], limit)
 
-    async def delete_file(self, file_id: str) -> Row:
+    async def delete_file(self, project: Project, file_id: str) -> Row:
         store = await self.store()
-        if not await store.run(store.delete_file, file_id):
+        if not await store.run(store.delete_file, file_id, project.name):
             raise not_found("File", file_id, "file_id")
         await asyncio.to_thread(self.storage.remove, file_id)
         return {"id": file_id, "object": "file", "deleted": True}
 
     # batches
 
-    async def add_batch(self, asked: dict[str, Any]) -> Row:
+    async def add_batch(self, project: Project, asked: dict[str, Any]) -> Row:
         store = await self.store()
-        source = await store.run(store.file, asked["input_file_id"])
+        source = await store.run(store.file, asked["input_file_id"], project.name)
         if source is None:
             raise not_found("File", asked["input_file_id"], "input_file_id")
         if source["purpose"] != "batch":
@@ -178,32 +214,33 @@ class Jobs:
             "status": "validating",
             "created_at": now,
             "expires_at": now + COMPLETION_WINDOW,
+            "project": project.name,
         }
         await store.run(store.add_batch, row)
         assert self.runner is not None
         self.runner.poke()
-        return await self.batch(row["id"])
+        return await self.batch(project, row["id"])
 
-    async def batch(self, batch_id: str) -> Row:
+    async def batch(self, project: Project, batch_id: str) -> Row:
         store = await self.store()
-        row = await store.run(store.batch, batch_id)
+        row = await store.run(store.batch, batch_id, project.name)
         if row is None:
             raise not_found("Batch", batch_id, "batch_id")
         return shapes.batch_object(row)
 
-    async def batches(self, after: str | None, limit: int) -> Row:
+    async def batches(self, project: Project, after: str | None, limit: int) -> Row:
         store = await self.store()
-        rows = await store.run(store.batches, after, limit + 1)
+        rows = await store.run(store.batches, project.name, after, limit + 1)
         return shapes.page([shapes.batch_object(row) for row in rows], limit)
 
-    async def cancel(self, batch_id: str) -> Row:
+    async def cancel(self, project: Project, batch_id: str) -> Row:
         """The batch, cancelling (or cancelled already: a cancel asked again, or by several
         clients at once, is answered as the first was); a 409 once it ended otherwise."""
         store = await self.store()
-        if await store.run(store.cancel, batch_id, int(time.time())):
+        if await store.run(store.cancel, batch_id, project.name, int(time.time())):
             assert self.runner is not None
             self.runner.poke()
-        batch = await self.batch(batch_id)
+        batch = await self.batch(project, batch_id)
         if batch["status"] not in ("cancelling", "cancelled"):
             message = f"Cannot cancel a batch with status {batch['status']!r}."
             raise APIError(409, message, param="batch_id", code="batch_not_cancellable")

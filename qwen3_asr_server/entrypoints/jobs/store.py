@@ -29,7 +29,7 @@ from sqlalchemy import (
 
 from .database import Row, page
 from .file_rows import FileRows, keep
-from .schema import batches, events, lines
+from .schema import batches, events, lines, owned
 
 OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
 
@@ -43,24 +43,26 @@ class Store(FileRows):
         with self._begin() as db:
             db.execute(insert(batches).values(**row))
 
-    def batch(self, batch_id: str) -> Row | None:
+    def batch(self, batch_id: str, project: str) -> Row | None:
+        query = select(batches).where(batches.c.id == batch_id, owned(batches.c.project, project))
         with self._read() as db:
-            found = db.execute(select(batches).where(batches.c.id == batch_id)).mappings().first()
+            found = db.execute(query).mappings().first()
             return {**found, "counts": _counts(db, batch_id)} if found else None
 
-    def batches(self, after: str | None, limit: int) -> list[Row]:
+    def batches(self, project: str, after: str | None, limit: int) -> list[Row]:
+        query = select(batches).where(owned(batches.c.project, project))
         with self._read() as db:
-            rows = page(db, select(batches), batches, after, limit, asc=False)
+            rows = page(db, query, batches, after, limit, asc=False)
             return [{**row, "counts": _counts(db, row["id"])} for row in rows]
 
-    def cancel(self, batch_id: str, now: int) -> bool:
-        """A batch still at work goes to `cancelling`; its lines not started are dropped."""
+    def cancel(self, batch_id: str, project: str, now: int) -> bool:
+        """The project's batch, if still at work, goes to `cancelling`; its lines not started
+        are dropped."""
         with self._begin() as db:
             changed = db.execute(
                 update(batches)
-                .where(
-                    batches.c.id == batch_id, batches.c.status.in_(("validating", "in_progress"))
-                )
+                .where(batches.c.id == batch_id, owned(batches.c.project, project))
+                .where(batches.c.status.in_(("validating", "in_progress")))
                 .values(status="cancelling", cancelling_at=now)
             ).rowcount
             if changed:
@@ -163,8 +165,8 @@ class Store(FileRows):
 
     def claim_line(self, owner: str, lease: float) -> Row | None:
         """The first line no server holds, of the oldest batch in progress, with its
-        batch's endpoint; its attempts counted (the runner gives up a line claimed too often:
-        its servers died with it)."""
+        batch's endpoint and project; its attempts counted (the runner gives up a line
+        claimed too often: its servers died with it)."""
         now = time.time()
         free = or_(lines.c.lease_until.is_(None), lines.c.lease_until < now)
         query = (
@@ -195,7 +197,7 @@ class Store(FileRows):
                 return None
             row = (
                 db.execute(
-                    select(lines, batches.c.endpoint)
+                    select(lines, batches.c.endpoint, batches.c.project)
                     .join(batches, batches.c.id == lines.c.batch_id)
                     .where(key)
                 )

@@ -1,6 +1,8 @@
 """The batches' webhooks, as OpenAI sends them: `batch.completed`, `.failed`, `.cancelled`
-and `.expired` events POSTed to `--webhook-url`, signed as Standard Webhooks with
-`--webhook-secret`, so that the openai SDK's `client.webhooks.unwrap` verifies them.
+and `.expired` events POSTed to the batch's project's `webhook_url` (`--keys-file`), else to
+`--webhook-url`, signed as Standard Webhooks with the secret that goes with it, so that the
+openai SDK's `client.webhooks.unwrap` verifies them. Where an event goes is looked up when it
+is sent, so that a changed keys file holds for the events not yet delivered.
 
 The `events` table is an outbox: a batch's event is written in the transaction that ends the
 batch (`Store.end_batch`), and any server sends it later. Delivery is at least once: an event
@@ -21,6 +23,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +48,14 @@ POLL = 2.0  # how often an idle sender looks for events other servers added, or 
 TIMEOUT = 10.0  # one attempt, from connecting to the receiver's answer
 LEASE = 60.0  # a sender's claim on an event: well over TIMEOUT, so one attempt fits in it
 SENDERS = 16  # events in flight at once, per server
+# where a project's events go: its receiver's URL and the secret they are signed with; None
+# when they go nowhere
+Destination = Callable[[str | None], tuple[str, str] | None]
 
 
-def event(kind: str, batch_id: str, now: int) -> dict[str, Any]:
-    """The `events` row announcing that batch `batch_id` ended: `kind` is the event's type
-    (batch.completed, .failed, .cancelled or .expired). It is due at once."""
+def event(kind: str, batch_id: str, now: int, project: str | None = None) -> dict[str, Any]:
+    """The `events` row announcing that batch `batch_id` (of `project`) ended: `kind` is the
+    event's type (batch.completed, .failed, .cancelled or .expired). It is due at once."""
     event_id = "evt_" + secrets.token_hex(16)
     body = {
         "id": event_id,
@@ -65,6 +71,7 @@ def event(kind: str, batch_id: str, now: int) -> dict[str, Any]:
         "attempts": 0,
         "next_at": now,
         "delivered_at": None,
+        "project": project,
     }
 
 
@@ -118,8 +125,9 @@ class Outbox:
 
 
 class Webhooks:
-    """Sends the events of `store` to `url`, signed with `secret` (`whsec_...`), as the
-    server `owner`: `run()` is its own task, so a slow receiver never holds up batch work.
+    """Sends the events of `store` where `destination` says each project's go (a URL and the
+    `whsec_...` secret they are signed with), as the server `owner`: `run()` is its own task,
+    so a slow receiver never holds up batch work.
 
     The delays are arguments so that tests need not wait minutes; the defaults are OpenAI's
     behaviour (retries for 72 h) and keep an attempt inside its claim (`lease` > `timeout`).
@@ -128,8 +136,7 @@ class Webhooks:
     def __init__(
         self,
         store: Store,
-        url: str,
-        secret: str,
+        destination: Destination,
         metrics: Metrics | None,
         owner: str,
         *,
@@ -143,8 +150,7 @@ class Webhooks:
     ) -> None:
         self.store = store
         self.outbox = Outbox(store.engine)
-        self.url = url
-        self.signer = Webhook(secret)
+        self.destination = destination
         self.metrics = metrics
         self.owner = owner
         self.first_retry, self.last_retry, self.give_up = first_retry, last_retry, give_up
@@ -196,7 +202,8 @@ class Webhooks:
 
     async def _attempt(self, row: Row) -> None:
         """One attempt at `row`'s event, and its outcome written back."""
-        delivered = await self._post(row["id"], row["attempts"] + 1, _encoded(row["body"]))
+        body = _encoded(row["body"])
+        delivered = await self._post(row["id"], row["attempts"] + 1, body, row.get("project"))
         now = time.time()
         next_at = now + retry_delay(row["attempts"], self.first_retry, self.last_retry)
         gave_up = not delivered and next_at > row["created_at"] + self.give_up
@@ -211,19 +218,24 @@ class Webhooks:
         except SQLAlchemyError as error:  # the claim lapses and the event is sent again
             logger.warning("webhooks: the jobs database failed: %s", type(error).__name__)
 
-    async def _post(self, event_id: str, attempt: int, body: bytes) -> bool:
+    async def _post(self, event_id: str, attempt: int, body: bytes, project: str | None) -> bool:
         """Whether the receiver answered this attempt with a 2xx. The signature's timestamp
         is this attempt's: a receiver rejects one older than 5 minutes."""
+        found = self.destination(project)
+        if found is None:  # its project's webhook left the keys file, and there is no other
+            logger.warning("webhook %s: its project %s has no webhook_url", event_id, project)
+            return False
+        url, secret = found
         stamp = datetime.fromtimestamp(int(time.time()), tz=UTC)
         headers = {
             "webhook-id": event_id,
             "webhook-timestamp": str(int(stamp.timestamp())),
-            "webhook-signature": self.signer.sign(event_id, stamp, body),
+            "webhook-signature": Webhook(secret).sign(event_id, stamp, body),
             "content-type": "application/json",
         }
         try:
             async with self.session.post(
-                self.url, data=body, headers=headers, allow_redirects=False
+                url, data=body, headers=headers, allow_redirects=False
             ) as answer:
                 if 200 <= answer.status < 300:
                     return True

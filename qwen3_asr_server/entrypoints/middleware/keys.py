@@ -88,7 +88,13 @@ class Keyring:
 
     def project(self, key: Key | None) -> Project:
         """The project whose work a caller with `key` does (the `default` one without)."""
-        return self.projects[key.project if key is not None else DEFAULT]
+        return self.named_project(key.project if key is not None else DEFAULT)
+
+    def named_project(self, name: str | None) -> Project:
+        """The project `name` (None: written before there were projects, the `default` one);
+        one with no quota or webhook of its own once the file no longer names it."""
+        name = name or DEFAULT
+        return self.projects.get(name) or Project(name)
 
 
 class _ProjectEntry(BaseModel):

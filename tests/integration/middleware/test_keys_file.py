@@ -40,7 +40,9 @@ name = "calls-batch"
 project = "calls"
 key = "sk-calls"
 """
-WITHOUT_NOTES = KEYS.replace('[[keys]]\nname = "notes-web"\nproject = "notes"\nkey = "sk-notes"', "")
+WITHOUT_NOTES = KEYS.replace(
+    '[[keys]]\nname = "notes-web"\nproject = "notes"\nkey = "sk-notes"', ""
+)
 
 
 def models(url: str, key: str | None) -> int:

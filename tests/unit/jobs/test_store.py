@@ -18,6 +18,7 @@ from sqlalchemy import insert, select, text, update
 from qwen3_asr_server.entrypoints.jobs.database import engine_for
 from qwen3_asr_server.entrypoints.jobs.schema import batches, events, lines, metadata
 from qwen3_asr_server.entrypoints.jobs.store import Store
+from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT
 
 NOW = int(time.time())
 DAY = 86400
@@ -55,7 +56,12 @@ def later(store: Store, seconds: float) -> None:
 
 
 def a_file(file_id: str, created_at: int = NOW, **row: Any) -> dict[str, Any]:
-    defaults = {"purpose": "batch", "filename": f"{file_id}.jsonl", "bytes": 100}
+    defaults = {
+        "purpose": "batch",
+        "filename": f"{file_id}.jsonl",
+        "bytes": 100,
+        "project": DEFAULT,
+    }
     return {"id": file_id, "created_at": created_at, "expires_at": None, **defaults, **row}
 
 
@@ -95,13 +101,13 @@ def claimed(store: Store, owner: str, lease: float = 30) -> tuple[str, int] | No
 
 
 def counts(store: Store, batch_id: str) -> dict[str, int]:
-    batch = store.batch(batch_id)
+    batch = store.batch(batch_id, DEFAULT)
     assert batch is not None
     return dict(batch["counts"])
 
 
 def status(store: Store, batch_id: str) -> str:
-    batch = store.batch(batch_id)
+    batch = store.batch(batch_id, DEFAULT)
     assert batch is not None
     return str(batch["status"])
 
@@ -112,8 +118,8 @@ def status(store: Store, batch_id: str) -> str:
 def test_a_file_reads_back_as_it_was_added(store: Store) -> None:
     row = a_file("file-a", expires_at=NOW + DAY, purpose="batch_output", bytes=12345)
     store.add_file(row)
-    assert store.file("file-a") == row
-    assert store.file("file-b") is None
+    assert store.file("file-a", DEFAULT) == row
+    assert store.file("file-b", DEFAULT) is None
 
 
 def test_files_are_paged_by_creation_after_a_cursor_either_way(store: Store) -> None:
@@ -123,7 +129,7 @@ def test_files_are_paged_by_creation_after_a_cursor_either_way(store: Store) -> 
         store.add_file(a_file(f"file-{n}", NOW + n // 2, purpose=purpose))
 
     def ids(purpose: str | None, after: str | None, limit: int, asc: bool) -> list[str]:
-        return [row["id"] for row in store.files(purpose, after, limit, asc)]
+        return [row["id"] for row in store.files(DEFAULT, purpose, after, limit, asc)]
 
     assert ids(None, None, 4, True) == ["file-0", "file-1", "file-2", "file-3"]
     assert ids(None, "file-3", 4, True) == ["file-4", "file-5"]
@@ -141,9 +147,9 @@ def test_stored_bytes_count_every_file_until_it_is_deleted(store: Store) -> None
     for n, size in enumerate((100, 2_000, 3 * 2**40)):  # past 32 bits: BigInteger
         store.add_file(a_file(f"file-{n}", bytes=size))
     assert store.stored_bytes() == 100 + 2_000 + 3 * 2**40
-    assert store.delete_file("file-2")
-    assert not store.delete_file("file-2")
-    assert store.file("file-2") is None
+    assert store.delete_file("file-2", DEFAULT)
+    assert not store.delete_file("file-2", DEFAULT)
+    assert store.file("file-2", DEFAULT) is None
     assert store.stored_bytes() == 2_100
 
 
@@ -163,9 +169,9 @@ def test_batches_are_listed_newest_first_with_their_counts(store: Store) -> None
     in_progress(store, a_batch("batch-0", NOW), 2)
     store.add_batch(a_batch("batch-1", NOW + 1))
     store.add_batch(a_batch("batch-2", NOW + 2))
-    listed = store.batches(None, 2)
+    listed = store.batches(DEFAULT, None, 2)
     assert [row["id"] for row in listed] == ["batch-2", "batch-1"]
-    rest = store.batches("batch-1", 2)
+    rest = store.batches(DEFAULT, "batch-1", 2)
     assert [row["id"] for row in rest] == ["batch-0"]
     assert rest[0]["counts"] == {"total": 2, "completed": 0, "failed": 0}
     assert rest[0]["metadata"] == {"job": "batch-0"}
@@ -229,7 +235,7 @@ def test_starting_a_batch_queues_its_lines_for_its_owner_only(store: Store) -> N
     assert not store.start_batch("batch-a", "server-2", parsed(3), NOW)
     assert status(store, "batch-a") == "validating"
     assert store.start_batch("batch-a", "server-1", parsed(3), NOW + 1)
-    batch = store.batch("batch-a")
+    batch = store.batch("batch-a", DEFAULT)
     assert batch is not None
     assert (batch["status"], batch["in_progress_at"], batch["owner"]) == (
         "in_progress",
@@ -328,9 +334,9 @@ def test_a_released_line_waits_its_delay_before_it_is_claimed_again(store: Store
 def test_cancelling_drops_the_queued_lines_and_stops_the_running_one(store: Store) -> None:
     batch = in_progress(store, a_batch("batch-a"), 3)
     assert claimed(store, "server-1") == (batch, 0)
-    assert store.cancel(batch, NOW + 5)
-    assert not store.cancel(batch, NOW + 6)
-    cancelling = store.batch(batch)
+    assert store.cancel(batch, DEFAULT, NOW + 5)
+    assert not store.cancel(batch, DEFAULT, NOW + 6)
+    cancelling = store.batch(batch, DEFAULT)
     assert cancelling is not None
     assert (cancelling["status"], cancelling["cancelling_at"]) == ("cancelling", NOW + 5)
     assert claimed(store, "server-2") is None
@@ -346,7 +352,7 @@ def test_cancelling_drops_the_queued_lines_and_stops_the_running_one(store: Stor
 def test_a_cancelled_batch_is_finalized_when_its_running_line_ends(store: Store) -> None:
     batch = in_progress(store, a_batch("batch-a"), 2)
     assert claimed(store, "server-1") == (batch, 0)
-    assert store.cancel(batch, NOW)
+    assert store.cancel(batch, DEFAULT, NOW)
     assert store.finish_line(batch, 0, "server-1", False, {"n": 0})
     finalizing = store.claim_batch("server-2", 30)
     assert finalizing is not None
@@ -359,7 +365,7 @@ def test_a_cancelled_batch_whose_server_died_is_finalized_once_the_lease_lapses(
 ) -> None:
     batch = in_progress(store, a_batch("batch-a"), 2)
     assert claimed(store, "server-1", LEASE) == (batch, 0)
-    assert store.cancel(batch, NOW)
+    assert store.cancel(batch, DEFAULT, NOW)
     assert store.claim_batch("server-2", 30) is None
     later(store, LEASE + 1)  # server-1 died with the line
     finalizing = store.claim_batch("server-2", 30)
@@ -369,7 +375,7 @@ def test_a_cancelled_batch_whose_server_died_is_finalized_once_the_lease_lapses(
 
 def test_a_validating_batch_can_be_cancelled(store: Store) -> None:
     store.add_batch(a_batch("batch-a"))
-    assert store.cancel("batch-a", NOW)
+    assert store.cancel("batch-a", DEFAULT, NOW)
     finalizing = store.claim_batch("server-1", 30)
     assert finalizing is not None
     assert (finalizing["id"], finalizing["status"]) == ("batch-a", "cancelling")
@@ -419,11 +425,11 @@ def test_a_batch_ends_with_its_files_and_event_only_for_its_owner(store: Store) 
         assert store.finish_line(batch, idx, "server-1", idx == 1, {"n": idx})
     assert store.claim_batch("server-2", 30) is not None
     assert not ended(store, batch, "server-1")
-    assert store.file("file-out") is None
+    assert store.file("file-out", DEFAULT) is None
     assert status(store, batch) == "in_progress"
     assert len(store.done_lines(batch)) == 2
     assert ended(store, batch, "server-2")
-    done = store.batch(batch)
+    done = store.batch(batch, DEFAULT)
     assert done is not None
     assert (done["status"], done["completed_at"], done["output_file_id"], done["owner"]) == (
         "completed",
@@ -433,7 +439,7 @@ def test_a_batch_ends_with_its_files_and_event_only_for_its_owner(store: Store) 
     )
     # its lines are gone: their counts stay
     assert done["request_counts"] == {"total": 2, "completed": 1, "failed": 1}
-    output = store.file("file-out")
+    output = store.file("file-out", DEFAULT)
     assert output is not None
     assert output["purpose"] == "batch_output"
     assert store.done_lines(batch) == []

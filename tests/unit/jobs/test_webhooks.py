@@ -92,7 +92,9 @@ async def sending(
 ) -> AsyncIterator[Webhooks]:
     """A sender's `run()` as its own task, as the server runs it, until the block ends; what
     it raised, if it ever stopped, raises here."""
-    sender = Webhooks(store, url, SECRET, delays.pop("metrics", None), owner, **(FAST | delays))
+    sender = Webhooks(
+        store, lambda _: (url, SECRET), delays.pop("metrics", None), owner, **(FAST | delays)
+    )
     task = asyncio.create_task(sender.run())
     try:
         yield sender
