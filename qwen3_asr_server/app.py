@@ -217,17 +217,22 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
             parts.seats,
             keys,
         ),
-        wyoming=WyomingServices(
-            settings,
-            parts.metrics,
-            catalog,
-            policy,
-            speech_model,
-            transcription,
-            parts.asr.activity,
-            drain,
-            parts.connections,
-        ),
+        wyoming=_wyoming(state, parts),
+    )
+
+
+def _wyoming(state: AppState, parts: Backends) -> WyomingServices:
+    """The Wyoming connections' services: the app's, and their seats."""
+    return WyomingServices(
+        state.settings,
+        state.metrics,
+        state.catalog,
+        state.policy,
+        state.speech_model,
+        state.transcription,
+        parts.asr.activity,
+        state.drain,
+        parts.connections,
     )
 
 
@@ -282,13 +287,10 @@ def create_app(
             await doors.jobs.store()
         # a worker's port is advertised by its main process (`serving.manager`)
         advertised = discovery.advertised(settings) if backends is None else None
-        watching = asyncio.create_task(state.keys.watch()) if settings.keys_file else None
         try:
-            async with advertised or contextlib.nullcontext():
+            async with advertised or contextlib.nullcontext(), state.keys.watching():
                 yield
         finally:
-            if watching is not None:
-                watching.cancel()
             await call.end_all(doors.realtime.calls)
             if listener is not None:
                 await listener.close()

@@ -21,7 +21,8 @@ import hmac
 import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -240,8 +241,17 @@ class Keys:
         logger.info("--keys-file %s read again: %d keys", self.path, len(self.current.keys))
         return True
 
-    async def watch(self) -> None:
-        """Look at the file every `RELOAD_SECONDS` until cancelled."""
+    @asynccontextmanager
+    async def watching(self) -> AsyncIterator[None]:
+        """The file looked at every `RELOAD_SECONDS` while in the block (if there is one)."""
+        watcher = asyncio.create_task(self._watch()) if self.path is not None else None
+        try:
+            yield
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    async def _watch(self) -> None:
         while True:
             await asyncio.sleep(RELOAD_SECONDS)
             await asyncio.to_thread(self.refresh)
