@@ -22,6 +22,7 @@ from .backend.upstream import Upstream
 from .capacity.admission import Admission, Slots, limit_of
 from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
 from .capacity.drain import Drain
+from .capacity.rates import LocalRates, Rates
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .entrypoints import health, models
 from .entrypoints.alignments import routes as alignments
@@ -44,6 +45,7 @@ from .entrypoints.middleware.errors import install as install_error_handlers
 from .entrypoints.middleware.keys import Keys
 from .entrypoints.middleware.metrics import MetricsMiddleware
 from .entrypoints.middleware.origin import OriginCheck
+from .entrypoints.middleware.rate_limit import RateLimit
 from .entrypoints.middleware.request_id import RequestIdMiddleware
 from .entrypoints.protocol.fields import Policy
 from .entrypoints.realtime import call, offers
@@ -88,6 +90,7 @@ class Backends:
     connections: Seats  # to the Wyoming port
     budget: AudioBudget
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
+    rates: Rates = field(default_factory=LocalRates)  # the keys' requests per minute
     started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
 
 
@@ -317,17 +320,17 @@ def create_app(
         app.router.routes.extend(ui.playground())
     for module in (chat, models, health, realtime, jobs):
         app.router.routes.extend(module.router.routes)
-    _wrap(app, state)
+    _wrap(app, state, parts.rates)
     return app
 
 
-def _wrap(app: FastAPI, state: AppState) -> None:
+def _wrap(app: FastAPI, state: AppState, rates: Rates) -> None:
     """The middleware. Added last is outermost: metrics see every answer, each carries its
     request id; the access log sees the id and the final status (an unexpected error's 500
     included); a draining server refuses before another site's page and the key are looked
-    at, the key before the body is read; the Realtime routes' CORS headers go on every
-    answer of theirs, an error's included; any answer given before the body is in closes its
-    connection."""
+    at, the key (then its rate) before the body is read; the Realtime routes' CORS headers go
+    on every answer of theirs, an error's included; any answer given before the body is in
+    closes its connection."""
     settings = state.settings
     file_limit = int(settings.max_file_mb * MIB)
     caps = {
@@ -339,6 +342,7 @@ def _wrap(app: FastAPI, state: AppState) -> None:
     }
     app.add_middleware(BodyLimit, caps=caps)
     app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(RateLimit, rates=rates)
     app.add_middleware(Authentication, keys=state.keys, routes=app.router.routes)
     app.add_middleware(
         OriginCheck,

@@ -23,6 +23,8 @@ from ..app import Backends, create_app
 from ..backend import roles
 from ..capacity.admission import limit_of
 from ..capacity.budget import AudioBudget, budget_seconds
+from ..capacity.rates import FILE_NAME as RATES_FILE
+from ..capacity.rates import SharedRates
 from ..capacity.seats import WYOMING
 from ..capacity.shared import SharedAdmission, SharedLedger, SharedSeats
 from ..capacity.table import FILE_NAME, Table
@@ -59,6 +61,7 @@ def backends(
             SharedLedger(table, index), budget_seconds(settings), settings.queue_timeout, metrics
         ),
         started=table.started,
+        rates=SharedRates(directory / RATES_FILE),
     )
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from openai import AuthenticationError, OpenAI
+from openai import AuthenticationError, OpenAI, RateLimitError
 
+from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess
 from tests.fixtures.servers import ThreadedServer
@@ -39,6 +40,13 @@ key = "sk-notes"
 name = "calls-batch"
 project = "calls"
 key = "sk-calls"
+"""
+LIMITED = """
+[[keys]]
+name = "limited"
+project = "calls"
+key = "sk-limited"
+requests_per_minute = 5
 """
 WITHOUT_NOTES = KEYS.replace(
     '[[keys]]\nname = "notes-web"\nproject = "notes"\nkey = "sk-notes"', ""
@@ -73,6 +81,30 @@ def keys_file(tmp_path: Path) -> Path:
     path = tmp_path / "keys.toml"
     path.write_text(KEYS)
     return path
+
+
+def test_a_key_past_its_rate_gets_openais_429_and_headers_while_others_are_served(
+    keys_file: Path,
+) -> None:
+    keys_file.write_text(KEYS + LIMITED.replace("= 5", "= 3"))
+    with serving(api_key=ADMIN, keys_file=keys_file) as ws_url:
+        url = ws_url.replace("ws://", "http://")
+        limited = OpenAI(base_url=f"{url}/v1", api_key="sk-limited", max_retries=0)
+        for left in (2, 1, 0):
+            answer = limited.models.with_raw_response.list()
+            assert answer.headers["x-ratelimit-limit-requests"] == "3"
+            assert answer.headers["x-ratelimit-remaining-requests"] == str(left)
+            assert answer.headers["x-ratelimit-reset-requests"].endswith("s")
+        with pytest.raises(RateLimitError) as refused:
+            limited.audio.transcriptions.create(model=MODEL, file=("a.wav", wav(0.5)))
+        assert refused.value.code == "rate_limit_exceeded"
+        assert "'limited' may send 3 per minute" in refused.value.message
+        assert 1 <= int(refused.value.response.headers["retry-after"]) <= 20
+        assert refused.value.response.headers["x-ratelimit-remaining-requests"] == "0"
+        other = OpenAI(base_url=f"{url}/v1", api_key="sk-calls").models.with_raw_response.list()
+        assert other.status_code == 200
+        assert "x-ratelimit-limit-requests" not in other.headers  # no limit of its own
+        assert models(url, "sk-limited") == 429
 
 
 def test_each_key_of_the_file_is_served_beside_the_api_key_and_others_are_not(
@@ -124,15 +156,19 @@ def backend() -> Iterator[str]:
     server.stop()
 
 
-def test_every_worker_takes_a_change_of_the_file_within_5_seconds(
+def test_every_worker_holds_a_keys_rate_and_takes_a_change_within_5_seconds(
     tmp_path: Path, keys_file: Path, backend: str
 ) -> None:
+    keys_file.write_text(KEYS + LIMITED)
     args = ["--backend-url", backend, "--model", MODEL, "--workers", "2"]
     server = ServerProcess(tmp_path, [*args, "--keys-file", str(keys_file)])
     try:
         server.wait_for_health(200)
         assert {models(server.url, "sk-notes") for _ in range(20)} == {200}
-        keys_file.write_text(WITHOUT_NOTES)
+        # new connections each, spread over both workers: 5 a minute in all, not 5 each
+        statuses = [models(server.url, "sk-limited") for _ in range(12)]
+        assert statuses == [200] * 5 + [429] * 7
+        keys_file.write_text(WITHOUT_NOTES + LIMITED)
         time.sleep(5)
         # new connections each: the kernel spreads them over both workers' sockets
         assert {models(server.url, "sk-notes") for _ in range(40)} == {401}
