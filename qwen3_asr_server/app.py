@@ -22,6 +22,7 @@ from .backend.upstream import Upstream
 from .capacity.admission import Admission, Slots, limit_of
 from .capacity.budget import AudioBudget, LocalLedger, budget_seconds
 from .capacity.drain import Drain
+from .capacity.key_seats import Counts, LocalKeySeats
 from .capacity.rates import LocalRates, Rates
 from .capacity.seats import WYOMING, LocalSeats, Seats
 from .entrypoints import health, models
@@ -91,6 +92,7 @@ class Backends:
     budget: AudioBudget
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
     rates: Rates = field(default_factory=LocalRates)  # the keys' requests per minute
+    key_seats: Counts = field(default_factory=LocalKeySeats)  # the keys' sessions open
     started: float = field(default_factory=time.time)  # when the server did, as /v1/models says
 
 
@@ -219,6 +221,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
             drain,
             parts.seats,
             keys,
+            parts.key_seats,
         ),
         wyoming=_wyoming(state, parts),
     )

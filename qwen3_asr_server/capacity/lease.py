@@ -1,8 +1,9 @@
 """What a live session holds while it lives, taken and given back as one: its lease.
 
 A live session (a Realtime WebSocket, a WebRTC call, a Wyoming command or connection) holds
-up to four things, each in this order: the speech model's readiness (checked, not held: a
-503 while vLLM loads or restarts), a seat (`capacity.seats`: a 429 past `--max-sessions`),
+up to five things, each in this order: the speech model's readiness (checked, not held: a
+503 while vLLM loads or restarts), its key's seat (`capacity.key_seats`: a 429 past the
+key's `max_sessions`), a seat (`capacity.seats`: a 429 past `--max-sessions`),
 its use of the engine (`backend.activity`: the engine woken, and kept from sleeping), and
 its place in the drain's count (`capacity.drain`: a SIGTERM waits for it). Readiness comes
 before the seat, so that a loading server answers 503, not 429. A lease names the ones its
@@ -43,12 +44,14 @@ class Lease:
     """What one live session holds: `take` it, then `give_back` (or leave its `with`).
 
     `ready` raises an `APIError` when the session cannot be served now; `seats.take` raises
-    one (a 429) when none is free."""
+    one (a 429) when none is free, and so does `own_seat.take`, the seat of the session's
+    key (`capacity.key_seats`), taken before the server's."""
 
     def __init__(
         self,
         *,
         ready: Callable[[], None] | None = None,
+        own_seat: Seats | None = None,
         seats: Seats | None = None,
         activity: Count | None = None,
         drain: Count | None = None,
@@ -56,8 +59,9 @@ class Lease:
         self._steps: list[tuple[Callable[[], None], Callable[[], None]]] = []
         if ready is not None:
             self._steps.append((ready, _nothing))
-        if seats is not None:
-            self._steps.append((seats.take, seats.leave))
+        for seat in (own_seat, seats):
+            if seat is not None:
+                self._steps.append((seat.take, seat.leave))
         for count in (activity, drain):
             if count is not None:
                 self._steps.append((count.enter, count.leave))

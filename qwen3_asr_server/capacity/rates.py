@@ -3,26 +3,21 @@ limits behave (the bucket holds a minute's requests and fills continuously, so a
 spent it all may send one more request every 60/limit seconds).
 
 One process keeps its buckets in a dictionary (`LocalRates`). The workers of `--workers N`
-share theirs (`SharedRates`): a small file mapped into each of them, a slot per key found by a
-hash of its name, changed under an flock, which the kernel lets go when its holder dies, so a
-key's limit holds across the workers as it does in one process. No I/O but that file.
+share theirs (`SharedRates`): a slot per key in a file each of them maps
+(`capacity.slot_file`), so a key's limit holds across the workers as in one process.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import mmap
-import os
 import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .slot_file import MARK_BYTES, SlotFile
+
 SLOTS = 16_384  # keys with a limit the shared file holds (more share slots: stricter, not looser)
-_SLOT = struct.Struct("<Qdd")  # the name's hash, the tokens left, when they were counted
+_BUCKET = struct.Struct("<dd")  # the tokens left, and when they were counted
 FILE_NAME = "rates"
 
 
@@ -88,48 +83,18 @@ class LocalRates:
 
 
 class SharedRates:
-    """The buckets of every worker, in the file `path` (made if missing: each worker opens it
-    alike)."""
+    """The buckets of every worker, in the file `path` (`capacity.slot_file`)."""
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        size = SLOTS * _SLOT.size
-        with self._locked():
-            if os.fstat(self._fd).st_size < size:
-                os.ftruncate(self._fd, size)
-        self._map = mmap.mmap(self._fd, size)
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._file = SlotFile(path, SLOTS, MARK_BYTES + _BUCKET.size)
 
     def take(self, key: str, limit: int, now: float) -> Verdict:
-        mark = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
-        mark = mark or 1  # 0 is an empty slot
-        with self._locked():
-            offset = self._slot(mark)
-            found, tokens, at = _SLOT.unpack_from(self._map, offset)
-            if found != mark:
-                tokens, at = -1.0, now
-            verdict, left = spend(tokens, at, limit, now)
-            _SLOT.pack_into(self._map, offset, mark, left, now)
+        with self._file.locked():
+            offset = self._file.find(key) + MARK_BYTES
+            tokens, at = _BUCKET.unpack_from(self._file.map, offset)
+            verdict, left = spend(tokens if at else -1.0, at, limit, now)  # at 0: a new one
+            _BUCKET.pack_into(self._file.map, offset, left, now)
         return verdict
 
-    def _slot(self, mark: int) -> int:
-        """The slot of `mark`: its own, else the first empty one after its place, else its
-        place (two keys then share a bucket)."""
-        start = mark % SLOTS
-        for step in range(SLOTS):
-            offset = ((start + step) % SLOTS) * _SLOT.size
-            found = int.from_bytes(self._map[offset : offset + 8], "little")
-            if found in (mark, 0):
-                return offset
-        return start * _SLOT.size
-
     def close(self) -> None:
-        self._map.close()
-        os.close(self._fd)
+        self._file.close()

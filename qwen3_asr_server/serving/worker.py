@@ -23,6 +23,8 @@ from ..app import Backends, create_app
 from ..backend import roles
 from ..capacity.admission import limit_of
 from ..capacity.budget import AudioBudget, budget_seconds
+from ..capacity.key_seats import FILE_NAME as KEY_SEATS_FILE
+from ..capacity.key_seats import SharedKeySeats
 from ..capacity.rates import FILE_NAME as RATES_FILE
 from ..capacity.rates import SharedRates
 from ..capacity.seats import WYOMING
@@ -62,6 +64,7 @@ def backends(
         ),
         started=table.started,
         rates=SharedRates(directory / RATES_FILE),
+        key_seats=SharedKeySeats(directory / KEY_SEATS_FILE, index),
     )
 
 

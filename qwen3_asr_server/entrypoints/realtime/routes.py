@@ -40,7 +40,9 @@ from fastapi import APIRouter, Depends, Request, Response, WebSocket
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import HTTPConnection
 
+from ...capacity import key_seats
 from ...capacity.lease import Lease
+from ...capacity.seats import Seats
 from ...errors import APIError
 from ..doors import slice_services
 from ..middleware.auth import bearer, caller
@@ -68,6 +70,7 @@ async def realtime(websocket: WebSocket, services: Services) -> None:
     # its place in the drain is the middleware's, held for the WebSocket's whole life
     lease = Lease(
         ready=services.upstream.check_ready,
+        own_seat=_key_seat(websocket, services),
         seats=services.seats,
         activity=services.supervisor.activity,  # an open session wakes the engine, keeps it awake
     )
@@ -93,6 +96,7 @@ async def create_call(request: Request, services: Services) -> Response:
     # the call's, for its whole life: the POST's place in the drain ends with the POST
     lease = Lease(
         ready=services.upstream.check_ready,
+        own_seat=_key_seat(request, services),
         seats=services.seats,
         activity=services.supervisor.activity,  # an open call wakes the engine, keeps it awake
         drain=services.drain,
@@ -158,6 +162,15 @@ async def create_client_secret(request: Request, services: Services) -> dict[str
     value = secrets.mint(Grant(expires_at, asked.session), caller(request.scope))
     session = session_object(config, new_id("sess"))
     return {"value": value, "expires_at": expires_at, "session": session}
+
+
+def _key_seat(connection: HTTPConnection, services: RealtimeServices) -> Seats | None:
+    """The seat of the key the session came with, when it has `max_sessions` (an ephemeral
+    key's is the key's that minted it)."""
+    key = caller(connection.scope)
+    if key is None:
+        return None
+    return key_seats.seat(services.key_seats, key.name, key.max_sessions)
 
 
 def granted(connection: HTTPConnection, services: RealtimeServices) -> SessionConfig | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ...backend.supervisor import BackendState
 from ...backend.upstream import Upstream
 from ...capacity.drain import Drain
+from ...capacity.key_seats import Counts
 from ...capacity.seats import Seats
 from ...observability.metrics import Metrics
 from ...settings.composite import Settings
@@ -41,5 +42,6 @@ class RealtimeServices:
     drain: Drain  # once it starts, each session closes itself when settled
     seats: Seats  # sessions and calls open, at most --max-sessions (the routes' leases)
     keys: Keys  # which keys mint and open ephemeral keys
+    key_seats: Counts  # each key's sessions and calls open, at most its max_sessions
     # WebRTC calls, each serving past the POST that made it (`call`)
     calls: set[asyncio.Task[None]] = field(default_factory=set)

@@ -107,6 +107,27 @@ def test_a_key_past_its_rate_gets_openais_429_and_headers_while_others_are_serve
         assert models(url, "sk-limited") == 429
 
 
+async def test_a_key_at_its_session_cap_is_refused_while_another_opens_one(
+    keys_file: Path,
+) -> None:
+    capped = KEYS.replace('key = "sk-notes"', 'key = "sk-notes"\nmax_sessions = 1')
+    await write(keys_file, capped)
+    with serving(api_key=ADMIN, keys_file=keys_file) as ws_url:
+        url = ws_url.replace("ws://", "http://")
+        minted = OpenAI(base_url=f"{url}/v1", api_key="sk-notes").realtime.client_secrets
+        token = minted.create(session=SESSION).value
+        async with session(ws_url, **bearer("sk-notes")):
+            for key in ("sk-notes", token):  # its ephemeral key is its
+                status, error, headers = await refusal(ws_url, **bearer(key))
+                assert (status, error["code"]) == (429, "session_limit_reached")
+                assert "'notes-web' has 1 Realtime sessions open" in error["message"]
+                assert headers["Retry-After"]
+            async with session(ws_url, **bearer("sk-calls")), session(ws_url, **bearer(ADMIN)):
+                pass
+        async with session(ws_url, **bearer(token)):  # its seat given back
+            pass
+
+
 def test_each_key_of_the_file_is_served_beside_the_api_key_and_others_are_not(
     keys_file: Path,
 ) -> None:
