@@ -289,8 +289,7 @@ def create_app(
         listener = Listener(wyoming, doors.wyoming) if wyoming is not None else None
         if listener is not None:
             await listener.start()
-        if doors.jobs.stored:  # work left by the last run, or a queue shared with others
-            await doors.jobs.store()
+        await doors.jobs.start()  # work left by the last run, or a queue shared with others
         # a worker's port is advertised by its main process (`serving.manager`)
         advertised = discovery.advertised(settings) if backends is None else None
         try:

@@ -19,6 +19,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from .usage import Tally
+
 Protocol = Literal["http", "realtime", "wyoming"]  # which API a transcription came by
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -49,6 +51,7 @@ class Metrics:
     def __init__(self, exposed: CollectorRegistry | None = None) -> None:
         self.registry = CollectorRegistry()
         self.exposed = exposed or self.registry  # what /metrics renders
+        self.usage = Tally()  # seconds of audio per key, until the jobs' store keeps them
         self.requests = Counter(
             "qwen3_asr_requests",
             "HTTP requests answered, by route template and status.",
@@ -256,9 +259,11 @@ class Metrics:
 
     def transcribed(self, seconds: float, read: int, written: int, protocol: Protocol) -> None:
         """Count one finished transcription: an upload's, a Realtime utterance's or a Wyoming
-        command's, its audio and the tokens the model read and wrote."""
+        command's, its audio and the tokens the model read and wrote; its audio tallied for
+        its caller's usage."""
         self.transcriptions.labels(protocol=protocol).inc()
         self.audio_seconds.labels(protocol=protocol).inc(seconds)
+        self.usage.add(seconds)
         self.tokens.labels(kind="prompt", protocol=protocol).inc(read)
         self.tokens.labels(kind="completion", protocol=protocol).inc(written)
 

@@ -17,6 +17,7 @@ only.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -29,7 +30,7 @@ from ..doors import slice_services
 from ..middleware.auth import caller
 from ..middleware.keys import Project
 from ..protocol.body import json_body, read
-from . import protocol, shapes
+from . import protocol, shapes, usage
 from .files import FULL, disk_full
 from .service import Jobs
 
@@ -133,12 +134,13 @@ async def delete_file(file_id: str, jobs: Service, project: Owner) -> dict[str, 
 
 @router.post("/v1/batches")
 async def create_batch(request: Request, jobs: Service, project: Owner) -> dict[str, Any]:
+    key = caller(request.scope)
     body = await json_body(request)
     asked: protocol.BatchCreate = read(protocol.BatchCreate, body, text=False)
     values = asked.model_dump()
     expires = asked.output_expires_after
     values["output_expires_after"] = expires.seconds if expires else None
-    return await jobs.add_batch(project, values)
+    return await jobs.add_batch(project, key.name if key else None, values)
 
 
 @router.get("/v1/batches")
@@ -159,3 +161,33 @@ async def retrieve_batch(batch_id: str, jobs: Service, project: Owner) -> dict[s
 @router.post("/v1/batches/{batch_id}/cancel")
 async def cancel_batch(batch_id: str, jobs: Service, project: Owner) -> dict[str, Any]:
     return await jobs.cancel(project, batch_id)
+
+
+@router.get("/v1/organization/usage/audio_transcriptions")
+async def audio_transcriptions_usage(
+    request: Request,
+    jobs: Service,
+    start_time: int,
+    end_time: int | None = None,
+    bucket_width: str = "1d",
+    limit: int | None = None,
+    page: str | None = None,
+) -> dict[str, Any]:
+    """The seconds of audio transcribed, per key, project and model: for an admin key."""
+    key = caller(request.scope)
+    if key is None or not key.admin:
+        raise APIError(
+            403,
+            "You have insufficient permissions for this operation: the usage is read with an "
+            "admin key (admin = true in the keys file, or --api-key).",
+            code="insufficient_permissions",
+        )
+    query_params = request.query_params
+
+    def listed(name: str) -> list[str]:  # as `name=a&name=b` or `name[]=a&name[]=b`
+        return [*query_params.getlist(name), *query_params.getlist(f"{name}[]")]
+
+    end = end_time if end_time is not None else int(time.time()) + 1
+    query = usage.asked(start_time, end, bucket_width, limit, listed("group_by"), page)
+    named = (listed("api_key_ids"), listed("project_ids"), listed("models"))
+    return await jobs.usage(query, start_time, named)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...capacity.admission import BACKGROUND
 from ...errors import ServerError
+from ...observability.usage import CALLER, Caller
 from ..middleware.keys import DEFAULT, Keys
 from . import shapes
 from .execute import Retry, Services, answer
@@ -213,6 +214,7 @@ class Runner:
         request_id = shapes.new_id("batch_req_")
         background = contextvars.copy_context()  # its requests wait for spare slots
         background.run(BACKGROUND.set, True)
+        background.run(CALLER.set, Caller(line["api_key"], line["project"] or DEFAULT))
         work = asyncio.create_task(
             answer(self.services, self.store, self.storage, line, request_id),
             context=background,

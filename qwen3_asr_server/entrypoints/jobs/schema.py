@@ -80,6 +80,7 @@ batches = Table(
     Column("owner", String(128)),
     Column("lease_until", Float),
     Column("project", String(64)),  # whose (`owned`); its lines read its project's files
+    Column("api_key", String(64)),  # the name of the key that made it: its lines' usage
 )
 
 lines = Table(
@@ -111,6 +112,20 @@ events = Table(
     Column("owner", String(128)),
     Column("lease_until", Float),
     Column("project", String(64)),  # whose batch it announces: where it is sent
+)
+
+
+# Seconds of audio transcribed, by the minute, key and project (`observability.usage`); a
+# process adds what it tallied every few seconds, so several servers add up in one database.
+usage = Table(
+    "usage",
+    metadata,
+    Column("minute", Integer, primary_key=True),  # when it began, in seconds since the epoch
+    Column("api_key", String(64), primary_key=True),  # "" for no key (Wyoming's)
+    Column("project", String(64), primary_key=True),
+    Column("model", String(128), primary_key=True),
+    Column("seconds", Float, nullable=False),
+    Column("requests", Integer, nullable=False),
 )
 
 

@@ -7,11 +7,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ...errors import APIError, invalid
 from ..middleware.keys import Keys, Project
-from . import shapes
+from . import shapes, usage
 from .database import engine_for
 from .execute import Services
 from .files import FileStorage
@@ -26,7 +27,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 SWEEP_SECONDS = 60.0  # how often expired files are deleted
+USAGE_SECONDS = 5.0  # how often a process adds the usage it tallied to the store
 COMPLETION_WINDOW = 24 * 3600
+
+
+# the keys, projects and models a usage query is narrowed to (none: all of them)
+Named = tuple[Sequence[str], Sequence[str], Sequence[str]]
 
 
 def not_found(kind: str, object_id: str, param: str) -> APIError:
@@ -48,6 +54,7 @@ class Jobs:
         self.webhooks: Webhooks | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._keeping: asyncio.Task[None] | None = None  # the usage tallied, kept
         self._opening = asyncio.Lock()
 
     @property
@@ -110,7 +117,45 @@ class Jobs:
             self._tasks.append(self._sender)
         self.webhooks.poke()
 
+    async def start(self) -> None:
+        """At the app's start: the store opened if it holds work, and usage kept from now."""
+        if self.stored:
+            await self.store()
+        self._keeping = asyncio.create_task(self._keep_usage(), name="usage")
+
+    async def _keep_usage(self) -> None:
+        while True:
+            await asyncio.sleep(USAGE_SECONDS)
+            await self.keep_usage()
+
+    async def keep_usage(self) -> None:
+        """The usage this process tallied added to the store; never on a server without keys,
+        whose usage nobody could read."""
+        tally = self.services.metrics.usage
+        minutes = tally.drain()
+        if not minutes or not self.keys.current.closed:
+            return
+        store = await self.store()
+        try:
+            await store.run(store.add_usage, minutes, self.settings.served_name)
+        except Exception:
+            tally.restore(minutes)
+            logger.warning("the usage could not be kept; trying again", exc_info=True)
+
+    async def usage(self, query: usage.Asked, start: int, named: Named) -> Row:
+        """A page of usage: this process's, up to now, with what every process kept."""
+        await self.keep_usage()
+        store = await self.store()
+        rows = await store.run(store.usage, query.start, query.end, *named)
+        return usage.page(query, rows, start)
+
     async def aclose(self) -> None:
+        if self._keeping is not None:
+            self._keeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeping
+            with contextlib.suppress(Exception):
+                await self.keep_usage()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -193,7 +238,7 @@ class Jobs:
 
     # batches
 
-    async def add_batch(self, project: Project, asked: dict[str, Any]) -> Row:
+    async def add_batch(self, project: Project, key: str | None, asked: dict[str, Any]) -> Row:
         store = await self.store()
         source = await store.run(store.file, asked["input_file_id"], project.name)
         if source is None:
@@ -215,6 +260,7 @@ class Jobs:
             "created_at": now,
             "expires_at": now + COMPLETION_WINDOW,
             "project": project.name,
+            "api_key": key,
         }
         await store.run(store.add_batch, row)
         assert self.runner is not None

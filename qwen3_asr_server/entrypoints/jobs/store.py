@@ -30,11 +30,12 @@ from sqlalchemy import (
 from .database import Row, page
 from .file_rows import FileRows, keep
 from .schema import batches, events, lines, owned
+from .usage_rows import UsageRows
 
 OPEN = ("queued", "running")  # a line's states before it is done (or cancelled)
 
 
-class Store(FileRows):
+class Store(FileRows, UsageRows):
     """The jobs' rows. Every method is one transaction."""
 
     # batches
@@ -197,7 +198,7 @@ class Store(FileRows):
                 return None
             row = (
                 db.execute(
-                    select(lines, batches.c.endpoint, batches.c.project)
+                    select(lines, batches.c.endpoint, batches.c.project, batches.c.api_key)
                     .join(batches, batches.c.id == lines.c.batch_id)
                     .where(key)
                 )

@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
+from ...observability.usage import CALLER, Caller
 from .ephemeral_keys import ClientSecrets, is_ephemeral
 from .errors import send_error
 from .keys import Key, Keyring, Keys
@@ -122,6 +123,8 @@ class Authentication:
                 await send_error(error, scope, receive, send)
                 return
         scope["auth"] = key
+        if key is not None:  # whose usage the request's work is
+            CALLER.set(Caller(key.name, key.project))
         await self.app(scope, receive, send)
 
     def _ephemeral(

@@ -42,6 +42,7 @@ from wyoming.server import AsyncEventHandler
 
 from ...capacity.lease import Lease
 from ...errors import APIError
+from ...observability.usage import CALLER, WYOMING, Caller
 from ...speech.audio import Audio
 from ...transcription.utterance import transcribing, utterance
 from .command import Command, Refusal
@@ -78,6 +79,7 @@ class Handler(AsyncEventHandler):
         be read (the library's `run`, with the port's bounds and its own reader)."""
         settings = self.services.settings
         self._is_running = True
+        CALLER.set(Caller(None, WYOMING))  # its usage: Wyoming has no keys
         try:
             while self._is_running:
                 event = await read_event(

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from openai import AuthenticationError, OpenAI, RateLimitError
+from websockets.exceptions import InvalidStatus
 
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
@@ -107,6 +108,15 @@ def test_a_key_past_its_rate_gets_openais_429_and_headers_while_others_are_serve
         assert models(url, "sk-limited") == 429
 
 
+async def opens(url: str, key: str) -> int:
+    """The status of a session's handshake with `key` (101: it opened; it is closed again)."""
+    try:
+        async with session(url, **bearer(key)):
+            return 101
+    except InvalidStatus as refused:
+        return refused.response.status_code
+
+
 async def test_a_key_at_its_session_cap_is_refused_while_another_opens_one(
     keys_file: Path,
 ) -> None:
@@ -124,8 +134,12 @@ async def test_a_key_at_its_session_cap_is_refused_while_another_opens_one(
                 assert headers["Retry-After"]
             async with session(ws_url, **bearer("sk-calls")), session(ws_url, **bearer(ADMIN)):
                 pass
-        async with session(ws_url, **bearer(token)):  # its seat given back
-            pass
+        # its seat is given back once the server has seen the session close
+        start = time.monotonic()
+        while (status := await opens(ws_url, token)) == 429:
+            assert time.monotonic() - start < 5, "the seat was never given back"
+            await asyncio.sleep(0.05)
+        assert status == 101
 
 
 def test_each_key_of_the_file_is_served_beside_the_api_key_and_others_are_not(
