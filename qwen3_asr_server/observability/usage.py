@@ -39,9 +39,8 @@ class Tally:
     def __init__(self) -> None:
         self._minutes: Minutes = {}
 
-    def add(self, seconds: float, now: float | None = None) -> None:
-        """One finished transcription of `seconds` of audio, for the caller in hand."""
-        caller = CALLER.get()
+    def add(self, seconds: float, caller: Caller | None, now: float | None = None) -> None:
+        """One finished transcription of `seconds` of audio, for `caller` (none: not counted)."""
         if caller is None:
             return
         at = int(time.time() if now is None else now)

@@ -427,6 +427,8 @@ def _probe(template: str, method: str, ids: dict[str, str]) -> dict[str, Any]:
     """A minimal request for a route: its path with every parameter filled in (an object's id
     from `ids`, by the parameter's name), and a body."""
     path = re.sub(r"\{([^}:]*)[^}]*\}", lambda found: ids[found.group(1)], template)
+    if path.startswith("/v1/organization/usage/"):
+        return {"method": method, "url": path, "params": {"start_time": 0}}
     if method != "POST" or path.endswith("/cancel"):
         return {"method": method, "url": path}
     if path.startswith("/v1/audio/"):

@@ -77,3 +77,14 @@ def test_capacity_measures_each_worker_count_against_the_floor(tmp_path: Path) -
             assert run["cpu_ratio"] == round(ratio, 2)
             first = runs["server"][0]["req_per_s"]
             assert run["req_per_s_vs_first"] == round(run["req_per_s"] / first, 2)
+
+
+def test_capacity_measures_a_keys_file_against_the_api_key(tmp_path: Path) -> None:
+    args = ["--capacity", "--seconds", "1", "--workers", "1", "--keys", "50"]
+    figures = overhead(tmp_path / "capacity.json", *args)
+    for runs in figures["files"].values():
+        auths = [run["auth"] for run in runs["server"]]
+        assert auths == ["--api-key", "--keys-file (50 keys)"]
+        for run in runs["server"]:
+            assert run["failed"] == 0  # the key wrk sends is served, by either
+            assert run["cpu_ms_per_request"] > 0

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...observability.metrics import Metrics
+from .auth import caller
 
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
@@ -53,6 +54,9 @@ class MetricsMiddleware:
             path = getattr(scope.get("route"), "path", "unmatched")
             self.metrics.requests.labels(method, path, str(status)).inc()
             self.metrics.duration.labels(method, path).observe(seconds)
+            key = caller(scope)  # set by the keys' middleware, inside this one
+            if key is not None:
+                self.metrics.key_requests.labels(key=key.name).inc()
 
         self.metrics.in_flight.inc()
         await call_observed(self.app, scope, receive, send, count)

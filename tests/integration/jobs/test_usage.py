@@ -81,6 +81,10 @@ async def test_usage_adds_up_per_key_and_project_and_survives_a_restart(tmp_path
         assert UsageAudioTranscriptionsResponse.model_validate(by_key.model_dump())
         assert by_key.object == "page"
         assert results(by_key, "api_key_id") == {"notes-web": (4, 2), "calls-batch": (4, 2)}
+        shown = (await harness.http.get("/metrics")).text  # the same, as Prometheus sees it
+        assert 'qwen3_asr_key_audio_seconds_total{key="notes-web"} 4.0' in shown
+        assert 'qwen3_asr_key_audio_seconds_total{key="calls-batch"} 4.0' in shown
+        assert 'qwen3_asr_key_requests_total{key="notes-web"} 2.0' in shown
         with pytest.raises(openai.PermissionDeniedError):
             await sdk(harness, "sk-notes").get(
                 "/organization/usage/audio_transcriptions",
