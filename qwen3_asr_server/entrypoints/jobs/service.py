@@ -135,12 +135,12 @@ class Jobs:
         minutes = tally.drain()
         if not minutes or not self.keys.current.closed:
             return
-        store = await self.store()
         try:
+            store = await self.store()
             await store.run(store.add_usage, minutes, self.settings.served_name)
-        except Exception:
+        except Exception as exc:  # the database away or unwritable: kept when it is back
             tally.restore(minutes)
-            logger.warning("the usage could not be kept; trying again", exc_info=True)
+            logger.warning("the usage could not be kept (%s); trying again", type(exc).__name__)
 
     async def usage(self, query: usage.Asked, start: int, named: Named) -> Row:
         """A page of usage: this process's, up to now, with what every process kept."""

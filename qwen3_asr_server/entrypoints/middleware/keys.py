@@ -161,8 +161,9 @@ def keyring(text: str | None, api_key: SecretStr | None) -> Keyring:
             where = ".".join(str(part) for part in first["loc"])
             raise ValueError(f"{where}: {first['msg']}") from None
     projects = {DEFAULT: Project(DEFAULT)}
+    named = [entry.name for entry in found.projects]
     for entry in found.projects:
-        if entry.name in projects and entry.name != DEFAULT:
+        if named.count(entry.name) > 1:
             raise ValueError(f"the project {entry.name!r} is named twice")
         projects[entry.name] = Project(
             entry.name, entry.storage_quota_mb, entry.webhook_url, entry.webhook_secret

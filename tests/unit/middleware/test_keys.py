@@ -109,6 +109,10 @@ def test_no_key_at_all_is_an_open_server_but_an_empty_file_closes_it() -> None:
             "the same secret",
         ),
         ('[[projects]]\nname = "p"\n[[projects]]\nname = "p"', "'p' is named twice"),
+        (
+            '[[projects]]\nname = "default"\n[[projects]]\nname = "default"',
+            "'default' is named twice",
+        ),
         ('[[projects]]\nname = "p"\nwebhook_url = "https://x"', "go together"),
         (
             '[[projects]]\nname = "p"\nwebhook_url = "https://x"\nwebhook_secret = "s"',
