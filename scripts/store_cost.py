@@ -29,6 +29,7 @@ from qwen3_asr_server.entrypoints.jobs import shapes  # noqa: E402
 from qwen3_asr_server.entrypoints.jobs.database import engine_for  # noqa: E402
 from qwen3_asr_server.entrypoints.jobs.shapes import TRANSCRIPTIONS  # noqa: E402
 from qwen3_asr_server.entrypoints.jobs.store import Store  # noqa: E402
+from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT  # noqa: E402
 from tests.fixtures.process import cpu_seconds  # noqa: E402
 
 MODEL = "qwen3-asr"
@@ -68,17 +69,17 @@ def one_batch(store: Store, count: int, clock: Clock) -> None:
     """A batch of `count` lines, every one answered, as the runner takes it through."""
     now = int(time.time())
     file_row = {"id": "file-x", "purpose": "user_data", "filename": "x.wav", "bytes": 1,
-                "created_at": now, "expires_at": now + 3600}  # fmt: skip
+                "created_at": now, "expires_at": now + 3600, "project": DEFAULT}  # fmt: skip
     store.add_file(file_row)
     rows, _ = shapes.read_input(batch_input(["file-x"] * count).splitlines(), TRANSCRIPTIONS)
     batch = {"id": BATCH, "endpoint": TRANSCRIPTIONS, "input_file_id": "file-x",
              "completion_window": "24h", "status": "validating", "created_at": now,
-             "expires_at": now + 86400}  # fmt: skip
+             "expires_at": now + 86400, "project": DEFAULT}  # fmt: skip
     clock("batch", store.add_batch, batch)
     clock("batch", store.claim_batch, OWNER, 30)
     clock("batch", store.start_batch, BATCH, OWNER, rows, now)
     while (line := clock("claim_line", store.claim_line, OWNER, 30)) is not None:
-        clock("file", store.file, line["body"]["file"])
+        clock("file", store.file, line["body"]["file"], line["project"])
         output = shapes.answered(line, 200, "batch_req_x", {"text": "Hello world."})
         clock("finish_line", store.finish_line, BATCH, line["idx"], OWNER, False, output)
     clock("batch", store.claim_batch, OWNER, 30)
