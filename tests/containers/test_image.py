@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import httpx
 import openai
 import pytest
-from websockets.asyncio.client import connect
 
 from qwen3_asr_server.backend.launch import free_port
 from qwen3_asr_server.serving import stop_time
@@ -33,6 +32,7 @@ from tests.fixtures.podman import (
 )
 from tests.fixtures.speech import speech_wav, spoken_pcm
 from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
+from tests.fixtures.websocket import connect
 
 pytestmark = pytest.mark.container
 MODEL = "qwen3-asr"

@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 
 from tests.engine.conftest import API_KEY, Engine, start_engine
 from tests.fixtures.audio import wav
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.tiny_model import EXPECTED_TEXT
+from tests.fixtures.websocket import connect
 
 pytestmark = pytest.mark.engine
 COMPLETED = "conversation.item.input_audio_transcription.completed"

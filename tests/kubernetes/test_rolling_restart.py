@@ -18,13 +18,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.fixtures.audio import wav
 from tests.fixtures.haproxy import HAProxy
 from tests.fixtures.process import ServerProcess, alive, install_launcher
 from tests.fixtures.speech import spoken_pcm
+from tests.fixtures.websocket import connect
 
 REPLICAS = 3
 HTTP_CLIENTS = 6

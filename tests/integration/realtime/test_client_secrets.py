@@ -18,7 +18,6 @@ from openai.types.realtime.realtime_transcription_session_create_response import
     RealtimeTranscriptionSessionCreateResponse,
 )
 from pydantic import SecretStr
-from websockets.asyncio.client import connect
 
 from qwen3_asr_server.entrypoints.middleware.ephemeral_keys import ClientSecrets, Grant
 from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT, keyring
@@ -27,6 +26,7 @@ from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess, listening, workers
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
+from tests.fixtures.websocket import connect
 from tests.integration.realtime.test_handshakes import refusal
 from tests.integration.realtime.test_realtime import serving, session
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import InvalidStatus
 
 from tests.fixtures import metrics
@@ -20,6 +20,7 @@ from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess, listening, workers
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.standin import StandIn
+from tests.fixtures.websocket import connect
 from tests.integration.realtime.test_realtime import serving, session
 
 QUERY = "/v1/realtime?intent=transcription"

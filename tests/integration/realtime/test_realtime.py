@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from openai import AsyncOpenAI
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.entrypoints.realtime import connection as realtime_connection
@@ -27,6 +27,7 @@ from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
+from tests.fixtures.websocket import connect
 
 Events = list[dict[str, Any]]
 HEARD = re.compile(r"Heard (\d+\.\d+) s\.")

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 from openai.types.realtime import InputAudioBufferTimeoutTriggered, SessionUpdatedEvent
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 
 from tests.fixtures.harness import MODEL
 from tests.fixtures.speech import spoken_g711, spoken_pcm
 from tests.fixtures.standin import StandIn
+from tests.fixtures.websocket import connect
 from tests.integration.realtime.test_realtime import (
     PATTERN,
     TRANSCRIPTION,

@@ -23,7 +23,6 @@ from openai.types.realtime import (
     ConversationItemInputAudioTranscriptionCompletedEvent,
     SessionCreatedEvent,
 )
-from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.entrypoints.realtime import call
@@ -34,6 +33,7 @@ from tests.fixtures.process import ServerProcess, install_launcher, listening, w
 from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
+from tests.fixtures.websocket import connect
 from tests.integration.realtime.test_realtime import HEARD
 
 Events = list[dict[str, Any]]
