@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from .app import create_app
+from .entrypoints.jobs import database as jobs_database
 from .entrypoints.middleware import keys
 from .errors import LaunchError
 from .serving import manager
@@ -28,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         keys.load(settings.keys_file, settings.api_key)  # before any port or process is taken
+        jobs_database.prepare(settings)
     except LaunchError as exc:
         print(f"qwen3-asr-server: error: {exc}", file=sys.stderr)
         return 1

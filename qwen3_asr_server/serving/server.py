@@ -69,6 +69,8 @@ def configure_logging(settings: Settings) -> None:
         level=settings.log_level.upper(),
         format=f"%(asctime)s %(levelname)s{process} %(name)s: %(message)s",
     )
+    # its lines at each open say what `jobs.migrate`'s one line says (or nothing worth one)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     log_redaction.install(secrets(settings))
 
 

@@ -13,12 +13,40 @@ from sqlalchemy import Connection, Engine, create_engine, event, or_, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from .schema import create
+from ...errors import LaunchError
+from ...settings.jobs import JobsSettings
+from .migrate import upgrade_engine
 
 P = ParamSpec("P")
 T = TypeVar("T")
 Row = dict[str, Any]
 READ_ONLY = "read_only"  # a transaction's option: it only reads (SQLite takes no write lock)
+
+
+def existing(settings: JobsSettings) -> bool:
+    """There is a store to resume: PostgreSQL, or a SQLite database made before."""
+    return bool(settings.jobs_db) or (settings.data_path / "jobs.sqlite3").exists()
+
+
+def engine_of(settings: JobsSettings) -> Engine:
+    url = settings.jobs_db.get_secret_value() if settings.jobs_db else None
+    return engine_for(url, settings.data_path)
+
+
+def prepare(settings: JobsSettings) -> None:
+    """At start, before any port is taken or worker forked: a jobs database that is there
+    brought to this release's tables, or the reason it cannot be, as a `LaunchError`."""
+    if not existing(settings):
+        return  # SQLite is made the first time work is asked for
+    engine = engine_of(settings)
+    try:
+        upgrade_engine(engine)
+    except DBAPIError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        said = " ".join(str(exc.orig).split())  # the driver's lines, as one
+        raise LaunchError(f"cannot open the jobs database ({where}): {said}") from None
+    finally:
+        engine.dispose()
 
 
 def engine_for(url: str | None, data_dir: Path) -> Engine:
@@ -55,12 +83,7 @@ class Database:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        try:
-            with engine.begin() as db:
-                create(db)
-        except DBAPIError:  # another server created the tables at the same moment
-            with engine.begin() as db:
-                create(db)
+        upgrade_engine(engine)
 
     async def run(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.to_thread(call, *args, **kwargs)

@@ -1,7 +1,10 @@
 """The jobs' tables, as SQLAlchemy Core declares them: one declaration for SQLite and
 PostgreSQL. A row of `lines` is the unit of work and of the queue: a server claims it by
 writing its name and a lease into it, and its output line stays in it until the batch's
-output file is written, so that each `custom_id` is answered exactly once whoever ran it."""
+output file is written, so that each `custom_id` is answered exactly once whoever ran it.
+
+The tables as this release reads and writes them; a database is brought to them by the
+revisions in `migrations/versions/` (`migrate`), and a change here needs one there."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    Connection,
     Float,
     Index,
     Integer,
@@ -18,9 +20,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    inspect,
     or_,
-    text,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -41,8 +41,7 @@ files = Table(
 )
 
 # Room held for a file while its bytes are written: counted with the files' bytes against
-# `--storage-quota-mb`, listed nowhere, and turned into its `files` row once written. A table
-# of its own, not a column of `files`: databases made before it gain it from `create_all`.
+# `--storage-quota-mb`, listed nowhere, and turned into its `files` row once written.
 reservations = Table(
     "reservations",
     metadata,
@@ -135,18 +134,3 @@ def owned(column: Column[str], project: str) -> ColumnElement[bool]:
     if project == DEFAULT:
         return or_(column == project, column.is_(None))
     return column == project
-
-
-def create(connection: Connection) -> None:
-    """The tables made, and the columns added since a table was made (each nullable) added
-    to it, so that a database made by an earlier version goes on working."""
-    metadata.create_all(connection)
-    found = inspect(connection)
-    for table in metadata.sorted_tables:
-        have = {column["name"] for column in found.get_columns(table.name)}
-        for column in table.columns:
-            if column.name not in have:
-                kind = column.type.compile(connection.dialect)
-                connection.execute(
-                    text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
-                )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ...errors import APIError, invalid
 from ..middleware.keys import Keys, Project
 from . import shapes, usage
-from .database import engine_for
+from .database import engine_of, existing
 from .execute import Services
 from .files import FileStorage
 from .quota import Quota
@@ -57,11 +57,6 @@ class Jobs:
         self._keeping: asyncio.Task[None] | None = None  # the usage tallied, kept
         self._opening = asyncio.Lock()
 
-    @property
-    def stored(self) -> bool:
-        """There is a store to resume: PostgreSQL, or a SQLite database made before."""
-        return bool(self.settings.jobs_db) or (self.settings.data_path / "jobs.sqlite3").exists()
-
     async def store(self) -> Store:
         """The store, opened (and the runner started) the first time work is asked for."""
         async with self._opening:
@@ -71,9 +66,7 @@ class Jobs:
         return self._store
 
     async def _open(self) -> None:
-        url = self.settings.jobs_db.get_secret_value() if self.settings.jobs_db else None
-        engine = engine_for(url, self.settings.data_path)
-        self._store = await asyncio.to_thread(Store, engine)
+        self._store = await asyncio.to_thread(Store, engine_of(self.settings))
         self.quota = Quota(self._store, self.storage, self.settings.storage_quota_mb)
         owner = owner_name()
         self.webhooks = Webhooks(self._store, self._destination, self.services.metrics, owner)
@@ -119,7 +112,7 @@ class Jobs:
 
     async def start(self) -> None:
         """At the app's start: the store opened if it holds work, and usage kept from now."""
-        if self.stored:
+        if existing(self.settings):
             await self.store()
         self._keeping = asyncio.create_task(self._keep_usage(), name="usage")
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, select, text, update
+from sqlalchemy import select, update
 
 from qwen3_asr_server.entrypoints.jobs.database import engine_for
-from qwen3_asr_server.entrypoints.jobs.schema import batches, events, lines, metadata
+from qwen3_asr_server.entrypoints.jobs.schema import batches, events, lines
 from qwen3_asr_server.entrypoints.jobs.store import Store
 from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT
 
@@ -203,23 +203,6 @@ def test_each_claim_of_a_batch_is_counted(store: Store) -> None:
         assert taken is not None
         assert taken["attempts"] == attempt
         later(store, LEASE + 1)
-
-
-def test_a_database_made_before_a_column_was_added_gains_it(tmp_path: Path) -> None:
-    """A server upgraded on its data folder keeps its batches: `batches.attempts` is added."""
-    engine = engine_for(None, tmp_path)
-    metadata.create_all(engine)
-    with engine.begin() as db:
-        db.execute(text("ALTER TABLE batches DROP COLUMN attempts"))
-        db.execute(insert(batches).values(**a_batch("batch-old")))
-    engine.dispose()
-    store = Store(engine_for(None, tmp_path))
-    try:
-        taken = store.claim_batch("server-1", LEASE)
-        assert taken is not None
-        assert (taken["id"], taken["attempts"]) == ("batch-old", 1)
-    finally:
-        store.close()
 
 
 def test_the_oldest_batch_is_claimed_first(store: Store) -> None:
