@@ -1,6 +1,7 @@
 """Usage per key, in OpenAI's shape, read with the openai SDK's admin client: the seconds of
 audio of each key's transcriptions and batch lines, grouped as asked, adding up to what was
-sent, kept across a restart; refused to keys that are not admin keys."""
+sent, kept across a restart (in SQLite and in PostgreSQL); refused to keys that are not admin
+keys."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from tests.integration.realtime.test_realtime import (
     stream,
     until,
 )
+from tests.unit.jobs.test_store import database
+
+__all__ = ["database"]  # the fixture: usage kept in SQLite, and in PostgreSQL
 
 
 def admin(harness: Harness) -> openai.AsyncOpenAI:
@@ -57,10 +61,12 @@ def results(page: UsageAudioTranscriptionsResponse, field: str) -> dict[Any, tup
     return found
 
 
-async def test_usage_adds_up_per_key_and_project_and_survives_a_restart(tmp_path: Path) -> None:
+async def test_usage_adds_up_per_key_and_project_and_survives_a_restart(
+    database: str | None, tmp_path: Path
+) -> None:
     keys = tmp_path / "keys.toml"
     keys.write_text(KEYS)
-    settings: dict[str, Any] = {"keys_file": keys, "api_key": "sk-admin"}
+    settings: dict[str, Any] = {"keys_file": keys, "api_key": "sk-admin", "jobs_db": database}
     start = int(time.time()) - 60
     async with app_before(StandIn(MODEL), **settings) as harness:
         notes, calls = sdk(harness, "sk-notes"), sdk(harness, "sk-calls")
