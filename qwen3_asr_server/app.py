@@ -344,7 +344,7 @@ def _wrap(app: FastAPI, state: AppState, rates: Rates) -> None:
     }
     app.add_middleware(BodyLimit, caps=caps)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(RateLimit, rates=rates)
+    app.add_middleware(RateLimit, rates=rates, metrics=state.metrics)
     app.add_middleware(Authentication, keys=state.keys, routes=app.router.routes)
     app.add_middleware(
         OriginCheck,

@@ -1,8 +1,9 @@
 """A key's live sessions at once: `max_sessions` in the keys file, its Realtime sessions and
 WebRTC calls together, so that one app cannot take every seat of the server
 (`--max-sessions`) from the others. A session's lease takes its key's seat before the server's
-(`capacity.lease`): a key at its cap is refused with a 429 that names it, and holds no seat of
-the server's meanwhile.
+(`capacity.lease`): a key at its cap is refused with a 429 that names it (counted in
+`qwen3_asr_rejected_total{reason="key_session_limit"}`), and holds no seat of the server's
+meanwhile.
 
 One process counts in a dictionary (`LocalKeySeats`). The workers of `--workers N` share a slot
 per key in a file each of them maps (`capacity.slot_file`), holding each worker's count. A
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import APIError
+from ..observability.metrics import Metrics
 from .seats import RETRY_AFTER_SECONDS, Seats
 from .slot_file import MARK_BYTES, SlotFile
 from .table import MAX_WORKERS
@@ -25,9 +27,11 @@ from .table import MAX_WORKERS
 SLOTS = 1024  # keys with a cap the shared file holds (more share slots: stricter, not looser)
 _COUNTS = struct.Struct(f"<{MAX_WORKERS}i")  # each worker's
 FILE_NAME = "key_seats"
+REASON = "key_session_limit"  # of `qwen3_asr_rejected_total`
 
 
-def at_cap(key: str, limit: int) -> APIError:
+def at_cap(key: str, limit: int, metrics: Metrics) -> APIError:
+    metrics.rejected.labels(reason=REASON).inc()
     return APIError(
         429,
         f"The key {key!r} has {limit} Realtime sessions open, as many as its max_sessions "
@@ -39,8 +43,8 @@ def at_cap(key: str, limit: int) -> APIError:
 
 
 class Counts(Protocol):
-    def take(self, key: str, limit: int) -> None:
-        """One session more for `key`; `at_cap` when it has `limit` open already."""
+    def take(self, key: str, limit: int) -> bool:
+        """One session more for `key`, unless it has `limit` open already (False)."""
         ...
 
     def leave(self, key: str) -> None: ...
@@ -53,19 +57,21 @@ class KeySeat:
     counts: Counts
     key: str
     limit: int
+    metrics: Metrics
 
     def take(self) -> None:
-        self.counts.take(self.key, self.limit)
+        if not self.counts.take(self.key, self.limit):
+            raise at_cap(self.key, self.limit, self.metrics)
 
     def leave(self) -> None:
         self.counts.leave(self.key)
 
 
-def seat(counts: Counts, key: str | None, limit: int | None) -> Seats | None:
+def seat(counts: Counts, key: str | None, limit: int | None, metrics: Metrics) -> Seats | None:
     """The seat a session of `key` takes; None when the key has no cap (or there is no key)."""
     if key is None or limit is None:
         return None
-    return KeySeat(counts, key, limit)
+    return KeySeat(counts, key, limit, metrics)
 
 
 class LocalKeySeats:
@@ -74,10 +80,11 @@ class LocalKeySeats:
     def __init__(self) -> None:
         self._open: dict[str, int] = {}
 
-    def take(self, key: str, limit: int) -> None:
+    def take(self, key: str, limit: int) -> bool:
         if self._open.get(key, 0) >= limit:
-            raise at_cap(key, limit)
+            return False
         self._open[key] = self._open.get(key, 0) + 1
+        return True
 
     def leave(self, key: str) -> None:
         left = self._open.pop(key, 1) - 1
@@ -96,12 +103,13 @@ class SharedKeySeats:
             for slot in range(SLOTS):  # a worker new in its place: none of its sessions live
                 self._set(slot * self._file.slot_bytes, 0)
 
-    def take(self, key: str, limit: int) -> None:
+    def take(self, key: str, limit: int) -> bool:
         with self._file.locked():
             offset = self._file.find(key)
             if sum(_COUNTS.unpack_from(self._file.map, offset + MARK_BYTES)) >= limit:
-                raise at_cap(key, limit)
+                return False
             self._set(offset, self._mine(offset) + 1)
+            return True
 
     def leave(self, key: str) -> None:
         with self._file.locked():

@@ -6,13 +6,13 @@ after its first 8 bytes (the name's mark) is its user's (`capacity.rates`,
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import mmap
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from .table import exclusive
 
 MARK_BYTES = 8
 
@@ -30,13 +30,8 @@ class SlotFile:
                 os.ftruncate(self._fd, size)
         self.map = mmap.mmap(self._fd, size)
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+    def locked(self) -> AbstractContextManager[None]:
+        return exclusive(self._fd)
 
     def find(self, name: str) -> int:
         """The offset of `name`'s slot (hold `locked()`): its own, else the first free one

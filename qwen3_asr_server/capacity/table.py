@@ -100,6 +100,17 @@ class _Layout(ctypes.Structure):
     ]
 
 
+@contextlib.contextmanager
+def exclusive(fd: int) -> Iterator[None]:
+    """`fd`'s file held by this process alone (an flock, which the kernel lets go when its
+    holder dies, so that a worker killed while it holds it wedges no other)."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 class Table:
     """One process's mapping of the shared table."""
 
@@ -125,13 +136,8 @@ class Table:
     def started(self) -> float:
         return float(self._layout.started)
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return exclusive(self._fd)
 
     def backend(self, role: str) -> _Backend:
         record: _Backend = self._layout.backends[ROLES.index(role)]

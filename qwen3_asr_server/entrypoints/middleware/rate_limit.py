@@ -1,6 +1,7 @@
 """A key's `requests_per_minute` (`--keys-file`), held across the workers: OpenAI's three
 `x-ratelimit-*-requests` headers on every answer to that key, and past the limit its 429
-`rate_limit_exceeded` with `Retry-After`, before the request's body is read. A WebSocket
+`rate_limit_exceeded` with `Retry-After`, before the request's body is read (counted in
+`qwen3_asr_rejected_total{reason="rate_limit"}`). A WebSocket
 handshake is a request like any other; a batch's lines are not requests and count for nothing.
 Keys without a limit, and servers without keys, pay one dictionary lookup.
 """
@@ -14,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...capacity.rates import Rates, Verdict, shown
 from ...errors import APIError
+from ...observability.metrics import Metrics
 from .auth import caller
 from .errors import send_error
 
@@ -45,9 +47,10 @@ def refusal(key_name: str, verdict: Verdict) -> APIError:
 class RateLimit:
     """ASGI middleware, inside `Authentication` (it reads the key that found)."""
 
-    def __init__(self, app: ASGIApp, rates: Rates) -> None:
+    def __init__(self, app: ASGIApp, rates: Rates, metrics: Metrics) -> None:
         self.app = app
         self.rates = rates
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = caller(scope) if scope["type"] in ("http", "websocket") else None
@@ -56,6 +59,7 @@ class RateLimit:
             return
         verdict = self.rates.take(key.name, key.requests_per_minute, time.time())
         if not verdict.allowed:
+            self.metrics.rejected.labels(reason="rate_limit").inc()
             await send_error(refusal(key.name, verdict), scope, receive, send)
             return
         extra = headers(verdict)

@@ -170,7 +170,7 @@ def _key_seat(connection: HTTPConnection, services: RealtimeServices) -> Seats |
     key = caller(connection.scope)
     if key is None:
         return None
-    return key_seats.seat(services.key_seats, key.name, key.max_sessions)
+    return key_seats.seat(services.key_seats, key.name, key.max_sessions, services.metrics)
 
 
 def granted(connection: HTTPConnection, services: RealtimeServices) -> SessionConfig | None:

@@ -15,6 +15,7 @@ import pytest
 from openai import AuthenticationError, OpenAI, RateLimitError
 from websockets.exceptions import InvalidStatus
 
+from tests.fixtures import metrics
 from tests.fixtures.audio import wav
 from tests.fixtures.harness import MODEL
 from tests.fixtures.process import ServerProcess
@@ -106,6 +107,8 @@ def test_a_key_past_its_rate_gets_openais_429_and_headers_while_others_are_serve
         assert other.status_code == 200
         assert "x-ratelimit-limit-requests" not in other.headers  # no limit of its own
         assert models(url, "sk-limited") == 429
+        shown = httpx.get(f"{url}/metrics").text
+        assert metrics.value(shown, 'qwen3_asr_rejected_total{reason="rate_limit"}') == 2
 
 
 async def opens(url: str, key: str) -> int:

@@ -34,6 +34,9 @@ from tests.fixtures.servers import ThreadedServer
 from tests.fixtures.speech import spoken_pcm
 from tests.fixtures.standin import StandIn
 from tests.fixtures.websocket import connect
+from tests.integration.middleware.test_keys_file import ADMIN, KEYS
+from tests.integration.realtime.test_client_secrets import bearer
+from tests.integration.realtime.test_handshakes import refusal
 from tests.integration.realtime.test_realtime import HEARD
 
 Events = list[dict[str, Any]]
@@ -229,6 +232,32 @@ async def _sessions_open(url: str, wanted: int) -> None:
         while metrics.value((await http.get(f"{url}/metrics")).text, SESSIONS) != wanted:
             assert time.monotonic() < deadline, "the call kept its seat"
             await asyncio.sleep(0.1)
+
+
+async def test_a_keys_calls_count_toward_its_max_sessions_beside_its_websockets(
+    speech: Path, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.toml"
+    keys.write_text(KEYS.replace('key = "sk-notes"', 'key = "sk-notes"\nmax_sessions = 1'))
+    with serving(api_key=ADMIN, keys_file=keys) as url:
+        async with calling(url, speech, key="sk-notes") as peer:
+            await peer.until(count("session.created"))
+            late = offering(speech)
+            again = await post_sdp(url, await offer_sdp(late), "sk-notes")
+            await late.pc.close()
+            assert again.status_code == 429
+            assert again.json()["error"]["code"] == "session_limit_reached"
+            assert "'notes-web' has 1 Realtime sessions open" in again.json()["error"]["message"]
+            status, _, _ = await refusal(url.replace("http", "ws"), **bearer("sk-notes"))
+            assert status == 429  # a WebSocket session of the key's: its seat is the call's
+            async with calling(url, speech, key="sk-calls") as other:  # another key's seat
+                await other.until(count("session.created"))
+        await _sessions_open(url, 0)
+        async with calling(url, speech, key="sk-notes") as peer:  # its seat given back
+            await peer.until(count("session.created"))
+        async with httpx.AsyncClient() as http:
+            shown = (await http.get(f"{url}/metrics")).text
+    assert metrics.value(shown, 'qwen3_asr_rejected_total{reason="key_session_limit"}') == 2
 
 
 async def test_a_server_bound_to_loopback_offers_only_loopback(speech: Path) -> None:
