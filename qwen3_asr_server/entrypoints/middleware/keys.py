@@ -24,6 +24,7 @@ import tomllib
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
@@ -85,7 +86,12 @@ class Keyring:
         return key
 
     def named(self, name: str) -> Key | None:
-        return next((key for key in self.keys.values() if key.name == name), None)
+        """The key called `name` (an ephemeral key names the key that minted it)."""
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Key]:
+        return {key.name: key for key in self.keys.values()}  # `load` keeps names unique
 
     def project(self, key: Key | None) -> Project:
         """The project whose work a caller with `key` does (the `default` one without)."""
