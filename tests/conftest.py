@@ -22,6 +22,13 @@ pytest_plugins = ("tests.fixtures.postgres",)
 onnx_models.disable_telemetry()  # as the entry points do: the tests' apps run in this process
 
 
+@pytest.fixture(scope="session", autouse=True)
+def data_folder_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Servers that a module shares, started before any test's own folder is set, keep their
+    files and batches in a folder of the test run, never in the machine's data folder."""
+    os.environ["QWEN3_ASR_DATA_DIR"] = str(tmp_path_factory.mktemp("jobs-data"))
+
+
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No setting leaks in from the machine running the tests, and no test's files and

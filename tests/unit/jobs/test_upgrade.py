@@ -26,9 +26,10 @@ HEAD = "0002"
 PROJECTS = {("files", "project"), ("reservations", "project"), ("batches", "project")}
 PROJECTS |= {("batches", "api_key"), ("events", "project"), ("usage", "*")}
 QUOTA = {("reservations", "*"), ("batches", "attempts")}
-RELEASES = {  # what each earlier release lacked of the tables ("*": the whole table)
+RELEASES = {  # what each earlier build lacked of the tables ("*": the whole table)
     "before projects": PROJECTS,
     "before the storage quota": PROJECTS | QUOTA,
+    "a development build with projects, before revisions": {("usage", "*")},
 }
 
 
