@@ -48,6 +48,7 @@ from .entrypoints.middleware.metrics import MetricsMiddleware
 from .entrypoints.middleware.origin import OriginCheck
 from .entrypoints.middleware.rate_limit import RateLimit
 from .entrypoints.middleware.request_id import RequestIdMiddleware
+from .entrypoints.middleware.tracing import TraceRequests
 from .entrypoints.protocol.fields import Policy
 from .entrypoints.realtime import call, offers
 from .entrypoints.realtime import routes as realtime
@@ -61,7 +62,9 @@ from .entrypoints.wyoming.services import WyomingServices
 from .errors import MIB, LaunchError
 from .model import alignment, prompt
 from .model.catalog import Catalog
+from .observability import log_format, tracing
 from .observability.metrics import Metrics
+from .observability.tracing import OFF, Tracing
 from .settings.composite import Settings
 from .speakers import pyannote
 from .speakers.diarize import Diarizer, SpeakerFinder
@@ -120,7 +123,9 @@ def own_backends(
     )
 
 
-def _aligner(settings: Settings, backend: BackendState | None, metrics: Metrics) -> Aligner | None:
+def _aligner(
+    settings: Settings, backend: BackendState | None, metrics: Metrics, traces: Tracing
+) -> Aligner | None:
     if backend is None:
         return None
     # A launched checkpoint says how long its bins are; one given by URL is the released one.
@@ -129,7 +134,8 @@ def _aligner(settings: Settings, backend: BackendState | None, metrics: Metrics)
     if settings.aligner:
         with contextlib.suppress(LaunchError):
             segment_time = launch.aligner_config(settings.aligner).segment_time
-    return Aligner(backend, segment_time, settings.request_timeout, settings.wake_timeout, metrics)
+    timeout, wake = settings.request_timeout, settings.wake_timeout
+    return Aligner(backend, segment_time, timeout, wake, metrics, traces)
 
 
 def _diarizer(source: str) -> SpeakerFinder | None:
@@ -174,10 +180,12 @@ class Doors:
 def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
     """The state of one app (its clients of the backends, its policy, the services every
     door shares) and its front doors' own services."""
-    upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics)
+    traces = tracing.start(settings.otlp_traces_endpoint, parts.metrics)
+    log_format.follow(traces.ids)  # JSON lines carry the trace
+    upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics, traces)
     diarizer = _diarizer(settings.diarizer)
     catalog = Catalog(settings.served_name, settings.model_aliases, parts.started, bool(diarizer))
-    aligner = _aligner(settings, parts.aligner, parts.metrics)
+    aligner = _aligner(settings, parts.aligner, parts.metrics, traces)
     speech_model = Shared(SpeechModel)
     stages = registry.every(settings, aligner, speech_model, diarizer)
     policy = Policy(
@@ -187,7 +195,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
         allow_remote_audio_urls=settings.allow_remote_audio_urls,
     )
     transcription = TranscriptionService(
-        settings, upstream, stages, speech_model, parts.metrics, parts.budget
+        settings, upstream, stages, speech_model, parts.metrics, parts.budget, traces
     )
     chat_service = ChatService(upstream, catalog)
     drain = Drain(upstream.abort, settings.shutdown_timeout)
@@ -204,6 +212,7 @@ def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
         transcription=transcription,
         speech_model=speech_model,
         aligner=aligner,
+        tracing=traces,
     )
     return state, Doors(
         chat=chat_service,
@@ -304,6 +313,7 @@ def create_app(
             if state.aligner is not None:
                 await state.aligner.aclose()
             await asyncio.gather(*(each.stop() for each in parts.supervisors))
+            await asyncio.to_thread(state.tracing.shutdown)  # the last spans sent
 
     # No /docs nor /redoc: FastAPI's pages load their scripts from a public CDN, which on the
     # playground's origin could read the key it keeps, and which an air-gapped box lacks.
@@ -356,6 +366,8 @@ def _wrap(app: FastAPI, state: AppState, rates: Rates) -> None:
     app.add_middleware(ErrorGuard)
     app.add_middleware(RealtimeCORS, allowed=settings.allowed_origins)
     app.add_middleware(AccessLogMiddleware)
+    if state.tracing is not OFF:  # off, a request pays nothing for it
+        app.add_middleware(TraceRequests, tracing=state.tracing)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
     app.add_middleware(CloseEarlyAnswers)

@@ -18,6 +18,7 @@ from ..model import alignment
 from ..model.alignment import Word
 from ..model.languages import Language
 from ..observability.metrics import Metrics
+from ..observability.tracing import OFF, Tracing
 from .activity import awake
 from .client import Client
 from .failures import failed, reaching
@@ -38,12 +39,14 @@ class Aligner:
         timeout: float,
         wake_timeout: float,
         metrics: Metrics,
+        tracing: Tracing = OFF,
     ) -> None:
         self.supervisor = supervisor  # of the aligner's vLLM: its URL, model id and readiness
         self.segment_time = segment_time  # seconds per bin (the checkpoint's, 80 ms)
         self.timeout = timeout
         self.wake_timeout = wake_timeout  # for a sleeping aligner to wake (--idle-sleep)
         self.metrics = metrics
+        self.tracing = tracing
         # the body is written with orjson, so the client does not know it is JSON; vLLM insists
         headers = {"Content-Type": "application/json", **supervisor.backend.headers}
         self._client = Client(supervisor.url, headers, timeout)
@@ -90,8 +93,15 @@ class Aligner:
             await awake(
                 activity, self.wake_timeout, BACKEND, self.metrics.wake_waits.labels(ALIGNER)
             )
-            with reaching(BACKEND, self.timeout):
-                async with await self._client.post(POOLING_PATH, body) as response:
+            headers: dict[str, str] = {}
+            with (
+                self.tracing.span(
+                    f"POST {POOLING_PATH}", "client", {"http.request.method": "POST"}
+                ),
+                reaching(BACKEND, self.timeout),
+            ):
+                self.tracing.inject(headers)  # the aligner's vLLM's span goes under this one
+                async with await self._client.post(POOLING_PATH, body, headers) as response:
                     return response.status, response.headers, await response.read()
         finally:
             activity.leave()

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from ..errors import LaunchError
 from ..model import alignment
+from ..observability import otlp
 
 # free_port's first: above the well-known services' ports (PostgreSQL's 5432, 8000s, 9000s)
 PORTS_FROM = 20000
@@ -59,6 +60,7 @@ class LaunchSettings(Protocol):
     aligner: str | None
     aligner_vllm_args: str
     aligner_gpu_memory_utilization: float | None
+    otlp_traces_endpoint: str | None
 
     @property
     def served_name(self) -> str: ...
@@ -150,6 +152,7 @@ def build(
             lambda: cpu_kv_cache_bytes(available_memory()),
         )
         env = _cpu_environment(vllm_args, environ)
+    env = _traced(settings, vllm_args, environ, argv, env)
     argv += vllm_args
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
 
@@ -200,8 +203,24 @@ def build_aligner(
         # a pooling pass keeps nothing cached between requests: the smallest KV cache will do
         argv += _cpu_flags(extra, environ, share is not None, lambda: cpu_kv_cache_bytes(0))
         env = _cpu_environment(extra, environ)
+    env = _traced(settings, extra, environ, argv, env)
     argv += extra
     return Launch(argv=argv, flavour=flavour, device="cpu" if settings.cpu else "cuda", env=env)
+
+
+def _traced(
+    settings: LaunchSettings,
+    vllm_args: Sequence[str],
+    environ: Mapping[str, str],
+    argv: list[str],
+    env: dict[str, str],
+) -> dict[str, str]:
+    """With tracing on, vLLM's flag added to `argv` and its variables to `env`, so that its
+    spans go where the server's go (`observability.otlp.vllm_launch`)."""
+    where = otlp.destination(settings.otlp_traces_endpoint, environ)
+    flags, variables = otlp.vllm_launch(where, vllm_args)
+    argv += flags
+    return {**env, **variables}
 
 
 def _sleep_mode(settings: LaunchSettings, argv: list[str]) -> dict[str, str]:

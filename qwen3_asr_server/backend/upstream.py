@@ -17,6 +17,7 @@ import orjson
 from ..capacity.admission import AdmissionSettings, Slots, limit_of
 from ..errors import APIError, unavailable
 from ..observability.metrics import Metrics
+from ..observability.tracing import OFF, Tracing
 from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
@@ -81,8 +82,10 @@ class Upstream:
         supervisor: BackendState,
         admission: Slots,
         metrics: Metrics,
+        tracing: Tracing = OFF,
     ) -> None:
         self.supervisor = supervisor
+        self.tracing = tracing
         self.served_name = settings.served_name
         self.timeout = settings.request_timeout
         self.backend_wait = settings.backend_wait
@@ -136,6 +139,7 @@ class Upstream:
                 if resends == RESENDS or not at_stake():
                     raise
                 deadline = deadline or time.monotonic() + self.backend_wait
+                self.tracing.event("engine gone: waiting to send the piece again")
                 await self._back(gone, deadline)
             resends += 1
             self.metrics.pieces_retried.inc()
@@ -167,9 +171,10 @@ class Upstream:
         activity = self.supervisor.activity
         activity.enter()
         try:
-            waits = self.metrics.wake_waits.labels(ASR)
-            await awake(activity, self.wake_timeout, "The speech model", waits)
-            await self.admission.acquire()
+            with self.tracing.span("wait for the engine and a slot"):
+                waits = self.metrics.wake_waits.labels(ASR)
+                await awake(activity, self.wake_timeout, "The speech model", waits)
+                await self.admission.acquire()
         except BaseException:
             activity.leave()
             raise
@@ -200,8 +205,13 @@ class Upstream:
         except TypeError as exc:  # a client's integer past 64 bits, in a chat body passed on
             message = f"The request cannot be sent to the model: {exc}."
             raise APIError(400, message, code="invalid_value") from exc
-        with reaching(SPEECH_BACKEND, self.timeout):
-            response = await self._client.post(CHAT_PATH, data, {"X-Request-Id": request_id})
+        headers = {"X-Request-Id": request_id}
+        with (
+            self.tracing.span(f"POST {CHAT_PATH}", "client", {"http.request.method": "POST"}),
+            reaching(SPEECH_BACKEND, self.timeout),
+        ):
+            self.tracing.inject(headers)  # vLLM's own span of it goes under this one
+            response = await self._client.post(CHAT_PATH, data, headers)
             try:
                 if not stream or response.status >= 400:
                     await response.read()

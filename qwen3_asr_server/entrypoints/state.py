@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Request
 from starlette.requests import HTTPConnection
 
+from ..observability.tracing import OFF, Tracing
+
 if TYPE_CHECKING:
     from ..backend.aligner import Aligner
     from ..backend.supervisor import BackendState
@@ -45,6 +47,7 @@ class AppState:
     # Silero VAD, for Realtime turns and the pauses long uploads are cut at
     speech_model: Shared[SpeechModel]
     aligner: Aligner | None = None  # word timestamps (--aligner, --aligner-url)
+    tracing: Tracing = OFF  # --otlp-traces-endpoint's
 
 
 def get_state(connection: HTTPConnection) -> AppState:

@@ -265,8 +265,16 @@ class Metrics:
             "Requests answered 429: the queue was full, no slot came free in time, their "
             "audio found no room in --audio-budget-seconds in time, (session_limit) a "
             "Realtime handshake found --max-sessions open, or (wyoming_connection_limit) a "
-            "Wyoming connection found --wyoming-max-connections open and was closed.",
+            "Wyoming connection found --wyoming-max-connections open and was closed; "
+            "(rate_limit, key_session_limit) a key past its requests_per_minute or "
+            "max_sessions.",
             ["reason"],
+            registry=self.registry,
+        )
+        self.trace_spans_dropped = Counter(
+            "qwen3_asr_trace_spans_dropped",
+            "Spans of traces (--otlp-traces-endpoint) that could not be sent to the collector "
+            "and were dropped.",
             registry=self.registry,
         )
 

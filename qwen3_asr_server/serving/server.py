@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from ..capacity.drain import ANSWER_GRACE, Drain
 from ..errors import MIB
-from ..observability import log_redaction
+from ..observability import log_format, log_redaction
 from ..settings.composite import Settings
 from .protocols import DenialAwareWebSocketsProtocol, guarded_protocol
 
@@ -71,6 +71,13 @@ def configure_logging(settings: Settings) -> None:
     )
     # its lines at each open say what `jobs.migrate`'s one line says (or nothing worth one)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    _shaped(settings)
+
+
+def _shaped(settings: Settings) -> None:
+    """The handlers' redaction and, with `--log-format json`, their JSON lines."""
+    if settings.log_format == "json":
+        log_format.install()
     log_redaction.install(secrets(settings))
 
 
@@ -101,7 +108,7 @@ def return_freed_memory() -> None:
 
 def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
     """uvicorn's configuration; making it configures uvicorn's loggers, whose handlers then get
-    the redaction the root's has."""
+    the redaction (and the shape) the root's has."""
     configured = uvicorn.Config(
         app,
         host=settings.host,
@@ -118,7 +125,7 @@ def config(app: FastAPI, settings: Settings) -> uvicorn.Config:
         backlog=settings.backlog,
         access_log=False,  # middleware.access_log writes one line per request, with its id
     )
-    log_redaction.install(secrets(settings))
+    _shaped(settings)
     return configured
 
 
@@ -127,8 +134,10 @@ def bind(settings: Settings) -> socket.socket | None:
     nothing but a message (printed here; None then). Not inherited by vLLM: uvicorn makes it
     inheritable and uvloop's spawn passes on what is, so a dead server's port would go on
     accepting connections, unanswered, until vLLM stopped too."""
+    configured = uvicorn.Config(FastAPI(), host=settings.host, port=settings.port)
+    _shaped(settings)  # making it configured uvicorn's loggers: their line on binding too
     try:
-        sock = uvicorn.Config(FastAPI(), host=settings.host, port=settings.port).bind_socket()
+        sock = configured.bind_socket()
     except SystemExit:
         print(
             f"qwen3-asr-server: error: cannot listen on {settings.host}:{settings.port}",

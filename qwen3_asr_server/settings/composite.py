@@ -34,7 +34,7 @@ GROUPS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("jobs: files, batches, webhooks", JobsSettings),
     ("Realtime", RealtimeSettings),
     ("Wyoming and Home Assistant", WyomingSettings),
-    ("logging", LoggingSettings),
+    ("logging and tracing", LoggingSettings),
 )
 
 

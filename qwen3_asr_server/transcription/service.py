@@ -28,6 +28,7 @@ from ..backend.upstream import Upstream
 from ..capacity.budget import AudioBudget, Reservation, estimate
 from ..model.languages import Language
 from ..observability.metrics import Metrics, Protocol
+from ..observability.tracing import OFF, Tracing
 from ..speech import audio, stoppable
 from ..speech.audio import Audio
 from ..speech.segmentation import Chunking, Span
@@ -84,8 +85,10 @@ class TranscriptionService:
         speech_model: Callable[[], SpeechModel],
         metrics: Metrics,
         budget: AudioBudget,
+        tracing: Tracing = OFF,
     ) -> None:
         self.settings = settings
+        self.tracing = tracing
         self.budget = budget
         self.upstream = upstream
         self.stages = tuple(stages)
@@ -123,7 +126,9 @@ class TranscriptionService:
         else:
             transcript = await self._transcript(job, job.audio, request_id)
         self.finished(transcript.duration, transcript.tokens, "http", transcript.text, request_id)
-        return job.request.response_format.render(transcript, job.request)
+        kind = job.request.response_format
+        with self.tracing.span("render", attributes={"qwen3_asr.response_format": kind.name}):
+            return kind.render(transcript, job.request)
 
     async def _transcript(self, job: Job, recording: Audio, request_id: str) -> Transcript:
         """One recording (or channel) cut at its own pauses, transcribed, through the stages:
@@ -133,7 +138,7 @@ class TranscriptionService:
         transcript = await pieces.transcribe(
             self.upstream, recording, spans, job.options, request_id, progress
         )
-        return await stage.run(job.stages, transcript, recording)
+        return await stage.run(job.stages, transcript, recording, self.tracing)
 
     async def stream(self, job: Job, request_id: str) -> Events:
         """The transcript as OpenAI's events, started: a backend that refuses at once is an
@@ -201,9 +206,13 @@ class TranscriptionService:
         CPU-bound jobs (Silero listens for pauses, ~2-5 ms of CPU per second of audio)."""
         if pieces.whole(recording, options):
             return pieces.plan(recording, options, self.speech_model)
-        return await stoppable.run(
-            self.decoding, lambda stop: pieces.plan(recording, options, self.speech_model, stop)
-        )
+        with self.tracing.span("plan the cut", attributes=_seconds(recording)) as span:
+            spans = await stoppable.run(
+                self.decoding,
+                lambda stop: pieces.plan(recording, options, self.speech_model, stop),
+            )
+            span.set_attribute("qwen3_asr.pieces", len(spans))
+            return spans
 
     def finished(
         self,
@@ -260,8 +269,12 @@ class TranscriptionService:
             raise audio.too_long(limit)
         held = await self.budget.reserve(seconds * (max(count, 1) if separate else 1))
         try:
-            plain = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
-            decoded = [plain] if plain is not None else await self._decoded(file, limit, separate)
+            with self.tracing.span("decode", attributes={"qwen3_asr.upload_bytes": size}) as span:
+                plain = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
+                decoded = (
+                    [plain] if plain is not None else await self._decoded(file, limit, separate)
+                )
+                span.set_attribute("qwen3_asr.audio_seconds", round(decoded[0].duration, 3))
             held.resize(sum(len(each.samples) for each in decoded))
         except BaseException:
             held.release()
@@ -276,6 +289,10 @@ class TranscriptionService:
                 self.decoding, lambda stop: audio.channels(file, limit, most, stop)
             )
         return [await stoppable.run(self.decoding, lambda stop: audio.decode(file, limit, stop))]
+
+
+def _seconds(recording: Audio) -> dict[str, float]:
+    return {"qwen3_asr.audio_seconds": round(recording.duration, 3)}
 
 
 class Events:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from ..observability.tracing import OFF, Tracing
 from ..speech.audio import Audio
 from .pieces import Cuts
 from .request import Request
@@ -66,8 +67,11 @@ def needed(stages: Sequence[Stage], request: Request) -> list[Stage]:
     return [stage for stage in stages if stage.needed(request)]
 
 
-async def run(stages: Sequence[Stage], transcript: Transcript, audio: Audio) -> Transcript:
-    """The transcript after each stage in turn."""
+async def run(
+    stages: Sequence[Stage], transcript: Transcript, audio: Audio, tracing: Tracing = OFF
+) -> Transcript:
+    """The transcript after each stage in turn, each a span of the trace."""
     for stage in stages:
-        transcript = await stage.run(transcript, audio)
+        with tracing.span(f"stage: {', '.join(sorted(stage.provides))}"):
+            transcript = await stage.run(transcript, audio)
     return transcript

@@ -9,7 +9,7 @@ client there; the stream is closed however the block ends (a backend failing mid
 client gone, the session cancelled). A block that ends with the whole text heard finishes
 the utterance: its audio and tokens in the metrics under the door's protocol, its text in the
 log with --log-transcripts. That comes after the door's answer, so an utterance whose client
-left before it is not counted.
+left before it is not counted. Each utterance is a span of its session's trace.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 
 from ..model.languages import Language
 from ..observability.metrics import Protocol
+from ..observability.tracing import Value
 from ..speech.audio import Audio
 from .formats import FORMATS
 from .pieces import Cuts
@@ -69,11 +70,15 @@ async def transcribing(
         candidates=request.candidates,
         cuts=cuts,
     )
-    stream = await service.planned(spoken, options, request_id)
-    try:
-        await stream.start()
-        yield stream
-        if stream.text is not None:  # before the close waits: an answer sent is counted
-            service.finished(spoken.duration, stream.tokens, protocol, stream.text, request_id)
-    finally:
-        await stream.close()
+    attributes: dict[str, Value] = {"qwen3_asr.protocol": protocol}
+    attributes["qwen3_asr.request_id"] = request_id
+    attributes["qwen3_asr.audio_seconds"] = round(spoken.duration, 3)
+    with service.tracing.span("utterance", attributes=attributes):
+        stream = await service.planned(spoken, options, request_id)
+        try:
+            await stream.start()
+            yield stream
+            if stream.text is not None:  # before the close waits: an answer sent is counted
+                service.finished(spoken.duration, stream.tokens, protocol, stream.text, request_id)
+        finally:
+            await stream.close()

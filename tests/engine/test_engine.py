@@ -2,7 +2,9 @@
 
 The tiny model always answers `language English<asr_text>Hello world.` (see
 tests/fixtures/tiny_model.py), so exact text can be asserted; token counts show what reached
-the model. The tests share one server and run in order: the last two restart and stop it.
+the model. The tests share one server and run in order: the last two restart and stop it. The
+server runs with tracing on, to a collector stand-in, and so does the vLLM it launches: every
+test runs traced, and one looks at a trace.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -24,8 +27,9 @@ from tokenizers import Tokenizer
 from qwen3_asr_server.model.catalog import DIARIZE
 from qwen3_asr_server.model.languages import resolve
 from qwen3_asr_server.model.prompt import language_prefix, sanitize_context
-from tests.engine.conftest import MODEL, STARTUP_TIMEOUT, Engine
+from tests.engine.conftest import API_KEY, MODEL, STARTUP_TIMEOUT, Engine, start_engine
 from tests.fixtures import metrics as metrics_text
+from tests.fixtures.collector import Collector, Seen
 from tests.fixtures.containers import encode
 from tests.fixtures.conversations import conversation
 from tests.fixtures.process import alive, descendants
@@ -35,6 +39,18 @@ from tests.fixtures.tiny_model import EXPECTED_RAW, EXPECTED_TEXT
 pytestmark = pytest.mark.engine
 
 CLIP = speech_wav(5.0)
+
+
+@pytest.fixture(scope="module")
+def collector() -> Iterator[Collector]:
+    found = Collector()
+    yield found
+    found.stop()
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Iterator[Engine]:
+    yield from start_engine(tmp_path_factory, "--otlp-traces-endpoint", collector.url)
 
 
 def _tokens(engine: Engine, text: str) -> int:
@@ -89,6 +105,36 @@ def test_health_answers_503_while_vllm_loads_then_200(engine: Engine) -> None:
     assert "CPU mode" in log
     assert "--distributed-executor-backend uni" in log
     assert "--kv-cache-memory-bytes" in log
+
+
+def test_vllms_own_span_of_a_request_lands_under_the_servers_engine_span(
+    engine: Engine, collector: Collector
+) -> None:
+    """vLLM's `llm_request`, exported by vLLM itself (to the endpoint the server gave it),
+    is the child of the server's client span, in the trace the caller's `traceparent` began."""
+    trace_id, parent = os.urandom(16).hex(), os.urandom(8).hex()
+    with engine.http() as http:
+        answer = http.post(
+            "/v1/audio/transcriptions",
+            files={"file": ("clip.wav", CLIP, "audio/wav")},
+            data={"model": MODEL},
+            headers={"traceparent": f"00-{trace_id}-{parent}-01"},
+        )
+    assert answer.status_code == 200, answer.text
+
+    def whole(seen: list[Seen]) -> bool:
+        ours = {s.name for s in seen if s.trace_id == trace_id}
+        return {"llm_request", "POST /v1/audio/transcriptions"} <= ours
+
+    traced = collector.wait(whole, 60)  # each process sends its spans when it will
+    ours = [s for s in traced if s.trace_id == trace_id and s.service == "qwen3-asr-server"]
+    (front,) = [s for s in ours if s.name == "POST /v1/audio/transcriptions"]
+    assert front.parent == parent
+    (client,) = [s for s in ours if s.name == "POST /v1/chat/completions"]
+    (theirs,) = [s for s in traced if s.service == "vllm" and s.trace_id == trace_id]
+    assert (theirs.name, theirs.kind, theirs.parent) == ("llm_request", "server", client.span_id)
+    assert any(key.startswith("gen_ai.") for key in theirs.attributes)
+    assert API_KEY not in str([s.attributes for s in traced])
 
 
 def test_models_lists_the_served_model_and_its_aliases(engine: Engine) -> None:

@@ -160,8 +160,9 @@ def test_each_image_keeps_its_jobs_in_a_volume_its_user_writes(name: str) -> Non
 
 
 @pytest.mark.parametrize("name", ["cpu", "gpu"])
-def test_each_image_installs_what_jobs_db_needs(name: str) -> None:
-    """The `postgres` extra (psycopg) with the dependencies: --jobs-db works in the image."""
+def test_each_image_installs_what_jobs_db_and_tracing_need(name: str) -> None:
+    """The `postgres` extra (psycopg) and the `tracing` one (OpenTelemetry's SDK and
+    exporters) with the dependencies: --jobs-db and --otlp-traces-endpoint work in the image."""
     stage = stages()[name]
     (install,) = [args for args in arguments(stage, "RUN") if "-r /tmp/requirements" in args]
     script = install.split("python -c '", 1)[1].split("'", 1)[0]
@@ -169,7 +170,8 @@ def test_each_image_installs_what_jobs_db_needs(name: str) -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert printed == project["dependencies"] + project["optional-dependencies"]["postgres"]
+    extras = project["optional-dependencies"]
+    assert printed == project["dependencies"] + extras["postgres"] + extras["tracing"]
     assert any(line.startswith("psycopg[binary]") for line in printed)
 
 

@@ -179,7 +179,7 @@ def test_help_shows_each_flag_in_its_group_with_its_default_and_variables(
         "jobs: files, batches, webhooks",
         "Realtime",
         "Wyoming and Home Assistant",
-        "logging",
+        "logging and tracing",
     ]
     text = " ".join(shown.split())  # as read, whatever the terminal's width broke
     assert "--port PORT Port the API listens on. (default: 8000) [env: QWEN3_ASR_PORT]" in text

@@ -215,10 +215,7 @@ class Runner:
         background = contextvars.copy_context()  # its requests wait for spare slots
         background.run(BACKGROUND.set, True)
         background.run(CALLER.set, Caller(line["api_key"], line["project"] or DEFAULT))
-        work = asyncio.create_task(
-            answer(self.services, self.store, self.storage, line, request_id),
-            context=background,
-        )
+        work = asyncio.create_task(self._traced(line, request_id), context=background)
         try:
             held = await self._held(line, work)
         except asyncio.CancelledError:  # the server stops: the line is free for the next one
@@ -244,6 +241,22 @@ class Runner:
             self.store.finish_line, line["batch_id"], line["idx"], self.owner, status >= 400, output
         )
         self.wake.set()  # its batch may be done: finalize it now
+
+    async def _traced(self, line: Row, request_id: str) -> tuple[int, Any]:
+        """The line's answer, as a trace of its own linked to the request that made its
+        batch (when tracing is on)."""
+        attributes = {"qwen3_asr.batch_id": line["batch_id"], "qwen3_asr.line": line["idx"]}
+        attributes["qwen3_asr.request_id"] = request_id
+        if line["api_key"]:
+            attributes["qwen3_asr.key"] = line["api_key"]
+        made = line.get("traceparent")
+        with self.services.transcription.tracing.span(
+            "batch line",
+            attributes=attributes,
+            carrier={},  # a root, whatever started the runner
+            linked={"traceparent": made} if made else None,
+        ):
+            return await answer(self.services, self.store, self.storage, line, request_id)
 
     async def _give_up(self, line: Row) -> None:
         """A line taken up more often than --batch-max-attempts (each time, its server died or

@@ -80,6 +80,7 @@ batches = Table(
     Column("lease_until", Float),
     Column("project", String(64)),  # whose (`owned`); its lines read its project's files
     Column("api_key", String(64)),  # the name of the key that made it: its lines' usage
+    Column("traceparent", String(64)),  # of the request that made it: its lines link to it
 )
 
 lines = Table(

@@ -255,6 +255,9 @@ class Jobs:
             "project": project.name,
             "api_key": key,
         }
+        carrier: dict[str, str] = {}
+        self.services.transcription.tracing.inject(carrier)  # its lines' traces link to this
+        row["traceparent"] = carrier.get("traceparent")
         await store.run(store.add_batch, row)
         assert self.runner is not None
         self.runner.poke()

@@ -198,7 +198,13 @@ class Store(FileRows, UsageRows):
                 return None
             row = (
                 db.execute(
-                    select(lines, batches.c.endpoint, batches.c.project, batches.c.api_key)
+                    select(
+                        lines,
+                        batches.c.endpoint,
+                        batches.c.project,
+                        batches.c.api_key,
+                        batches.c.traceparent,
+                    )
                     .join(batches, batches.c.id == lines.c.batch_id)
                     .where(key)
                 )

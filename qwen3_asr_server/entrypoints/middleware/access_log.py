@@ -12,6 +12,7 @@ import logging
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ...observability.log_format import FIELDS
 from .metrics import call_observed
 
 logger = logging.getLogger("qwen3_asr_server.access")
@@ -48,8 +49,11 @@ def _log(scope: Scope, status: int, seconds: float) -> None:
     line = "request_id=%s method=%s path=%s status=%d duration_ms=%.1f"
     args: list[object] = [state.get("request_id", "-"), scope["method"], path, status]
     args.append(seconds * 1000)
+    fields = {"method": scope["method"], "path": path, "status": status}
+    fields["duration_ms"] = round(seconds * 1000, 1)
     audio = state.get(AUDIO_SECONDS)
     if isinstance(audio, int | float):
         line += " audio_s=%.2f"
         args.append(audio)
-    logger.info(line, *args)
+        fields["audio_s"] = round(audio, 2)
+    logger.info(line, *args, extra={FIELDS: fields})  # the JSON lines' fields

@@ -7,6 +7,8 @@ import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ...observability.log_format import REQUEST_ID
+
 HEADER = "x-request-id"
 _HEADER = HEADER.encode()
 _SANE = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
@@ -31,4 +33,8 @@ class RequestIdMiddleware:
                 message = {**message, "headers": [*message.get("headers", ()), pair]}
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        token = REQUEST_ID.set(request_id)  # the log's JSON lines name it
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            REQUEST_ID.reset(token)

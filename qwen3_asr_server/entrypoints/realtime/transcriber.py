@@ -189,8 +189,10 @@ class Transcriber:
         try:
             async with transcribing(service, request, "realtime", self.request_id, cuts) as stream:
                 logprobs = await self._deltas(item_id, stream, config, send)
-                if kept is not None:
+                if kept is not None:  # a speculation, transcribed at a pause
+                    service.tracing.event("speculation: held until the turn ends there")
                     await kept.wait()
+                    service.tracing.event("speculation kept")
                 text = stream.text or ""
                 await send(
                     events.transcription_completed(

@@ -22,14 +22,15 @@ from qwen3_asr_server.entrypoints.middleware.keys import DEFAULT
 from tests.unit.jobs.test_store import LEASE, NOW, a_batch, a_file, database
 
 __all__ = ["database"]  # the fixture, on both databases
-HEAD = "0002"
+HEAD = "0003"
 PROJECTS = {("files", "project"), ("reservations", "project"), ("batches", "project")}
 PROJECTS |= {("batches", "api_key"), ("events", "project"), ("usage", "*")}
 QUOTA = {("reservations", "*"), ("batches", "attempts")}
+TRACES = {("batches", "traceparent")}  # revision 0003's
 RELEASES = {  # what each earlier build lacked of the tables ("*": the whole table)
-    "before projects": PROJECTS,
-    "before the storage quota": PROJECTS | QUOTA,
-    "a development build with projects, before revisions": {("usage", "*")},
+    "before projects": PROJECTS | TRACES,
+    "before the storage quota": PROJECTS | QUOTA | TRACES,
+    "a development build with projects, before revisions": {("usage", "*")} | TRACES,
 }
 
 
