@@ -20,7 +20,7 @@ from typing import Protocol
 
 from ..errors import APIError
 from ..observability.metrics import Metrics
-from .seats import RETRY_AFTER_SECONDS, Seats
+from .seats import Seats, refused
 from .slot_file import MARK_BYTES, SlotFile
 from .table import MAX_WORKERS
 
@@ -31,15 +31,8 @@ REASON = "key_session_limit"  # of `qwen3_asr_rejected_total`
 
 
 def at_cap(key: str, limit: int, metrics: Metrics) -> APIError:
-    metrics.rejected.labels(reason=REASON).inc()
-    return APIError(
-        429,
-        f"The key {key!r} has {limit} Realtime sessions open, as many as its max_sessions "
-        "allows; close one, or retry after a moment.",
-        type="requests",
-        code="session_limit_reached",
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+    message = f"The key {key!r} has {limit} Realtime sessions open, as many as its max_sessions "
+    return refused(message + "allows; close one, or retry after a moment.", REASON, metrics)
 
 
 class Counts(Protocol):

@@ -62,16 +62,22 @@ class Seats(Protocol):
     def leave(self) -> None: ...
 
 
-def full(limit: int, metrics: Metrics, kind: Kind = REALTIME) -> APIError:
-    metrics.rejected.labels(reason=kind.reason).inc()
+def refused(message: str, reason: str, metrics: Metrics) -> APIError:
+    """A session refused for want of a seat: OpenAI's 429 with `Retry-After`, counted in
+    `qwen3_asr_rejected_total` under `reason`."""
+    metrics.rejected.labels(reason=reason).inc()
     return APIError(
         429,
-        f"The server has {limit} {kind.what} open, as many as it allows ({kind.flag}); "
-        "retry after a moment.",
+        message,
         type="requests",
         code="session_limit_reached",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
+
+
+def full(limit: int, metrics: Metrics, kind: Kind = REALTIME) -> APIError:
+    message = f"The server has {limit} {kind.what} open, as many as it allows ({kind.flag}); "
+    return refused(message + "retry after a moment.", kind.reason, metrics)
 
 
 class LocalSeats:

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 import orjson
 
+from .log_redaction import LOGGERS  # whose handlers write the server's log
+
 # the request being served, set by the request-id middleware for all that runs inside it
 REQUEST_ID: ContextVar[str | None] = ContextVar("request_id", default=None)
 FIELDS = "fields"  # a record's `extra` key for fields of its own
@@ -49,9 +51,6 @@ class JsonLines(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return orjson.dumps(entry, default=str).decode()
-
-
-LOGGERS = ("", "uvicorn", "uvicorn.error")  # whose handlers write the server's log
 
 
 def _handlers() -> list[logging.Handler]:

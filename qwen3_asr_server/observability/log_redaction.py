@@ -35,7 +35,7 @@ _PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;?#\s\"']+)=(?P<value>[^&;
 # many, not known here
 _EPHEMERAL = re.compile(r"(?<![A-Za-z0-9])ek_[A-Za-z0-9_-]{16,}")
 # the loggers whose handlers every line reaches: the root's (the app's, libraries'), uvicorn's
-_LOGGERS = ("", "uvicorn", "uvicorn.access", "uvicorn.error")
+LOGGERS = ("", "uvicorn", "uvicorn.access", "uvicorn.error")
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -87,7 +87,7 @@ def install(secrets: Iterable[str]) -> None:
     """A `Redacting` filter on every handler of the root's and uvicorn's loggers that lacks one:
     called once logging is configured, and again once uvicorn has configured its own."""
     found = tuple(secrets)
-    for name in _LOGGERS:
+    for name in LOGGERS:
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(each, Redacting) for each in handler.filters):
                 handler.addFilter(Redacting(found))

@@ -27,11 +27,6 @@ class TraceRequests:
         if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)  # probes and scrapes: a trace each would bury
             return
-        carrier = {
-            name.decode("latin-1"): value.decode("latin-1")
-            for name, value in scope["headers"]
-            if name in _PROPAGATED
-        }
         method = scope["method"] if scope["type"] == "http" else "GET"
         attributes = {
             "http.request.method": method,
@@ -39,9 +34,12 @@ class TraceRequests:
             "url.scheme": scope.get("scheme", "http"),
             "network.protocol.name": "websocket" if scope["type"] == "websocket" else "http",
         }
-        agent = dict(scope["headers"]).get(b"user-agent")
-        if agent is not None:
-            attributes["user_agent.original"] = agent.decode("latin-1")[:256]
+        carrier = {}
+        for name, value in scope["headers"]:
+            if name in _PROPAGATED:
+                carrier[name.decode("latin-1")] = value.decode("latin-1")
+            elif name == b"user-agent":
+                attributes["user_agent.original"] = value.decode("latin-1")[:256]
         with self.tracing.span(method, "server", attributes, carrier=carrier) as span:
 
             async def send_observed(message: Message) -> None:
