@@ -163,17 +163,24 @@ trap 'rm -rf "$temp"' EXIT
 # the manual, into the temp folder (.cache/ is shared by every checkout that links it)
 NO_MKDOCS_2_WARNING=1 timed docs "$venv/bin/mkdocs" build --strict --quiet --site-dir "$temp/site"
 heavy=(tests/engine tests/containers tests/browser tests/pyannote)
+# A lane that outlives its bound (a hang outside any test, which pytest-timeout does not see) is
+# interrupted as Ctrl-C would: pytest prints where it was and its summary, and the lane fails
+# well inside CI's limit instead of taking the whole run with it. Each is over twice its time.
+bounded() {
+    timeout --signal=INT --kill-after=60 "$@"
+}
 # `lane NAME NICENESS PYTEST-ARGS...`
 lane() {
     local name=$1 niceness=$2
     shift 2
-    nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider --durations=15 \
-        --basetemp="$temp/$name" "${deselect[@]}" "$@"
+    bounded 3600 nice -n "$niceness" "$venv/bin/python" -m pytest -p no:cacheprovider \
+        --durations=15 --basetemp="$temp/$name" "${deselect[@]}" "$@"
 }
 heavy() {
     # then the tests that lean on the dependencies again, on the lowest versions pyproject.toml
     # allows (not niced: they time the server too)
-    timed "heavy lane" lane heavy 10 "${heavy[@]}" && timed floors bash scripts/dependency-floors.sh
+    timed "heavy lane" lane heavy 10 "${heavy[@]}" &&
+        timed floors bounded 1200 bash scripts/dependency-floors.sh
 }
 started heavy heavy
 # the rest over two processes, a test file each at a time (pytest-xdist)

@@ -19,7 +19,8 @@ from tests.fixtures.podman import readable_by_anyone as open_to_all
 from tests.fixtures.process import REPO
 from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
 
-pytestmark = pytest.mark.container
+# the first test's setup builds the image: 15 minutes on a machine with no layers cached
+pytestmark = [pytest.mark.container, pytest.mark.timeout(2400)]
 COMPOSE = [str(Path(sys.executable).parent / "podman-compose")]
 FILES = ["-f", "docker-compose.yml", "-f", "tests/containers/compose.override.yml"]
 

@@ -34,7 +34,8 @@ from tests.fixtures.speech import speech_wav, spoken_pcm
 from tests.fixtures.tiny_model import EXPECTED_TEXT, write_tiny_model
 from tests.fixtures.websocket import connect
 
-pytestmark = pytest.mark.container
+# the first test's setup builds the image: 15 minutes on a machine with no layers cached
+pytestmark = [pytest.mark.container, pytest.mark.timeout(2400)]
 MODEL = "qwen3-asr"
 SHUTDOWN_TIMEOUT = 20  # --shutdown-timeout, given through its variable
 # the writable places of a read-only root, as the Deployment's volumes give them; /data is
