@@ -17,7 +17,7 @@ import orjson
 from ..capacity.admission import AdmissionSettings, Slots, limit_of
 from ..errors import APIError, unavailable
 from ..observability.metrics import Metrics
-from ..observability.tracing import OFF, Tracing
+from ..observability.tracing import OFF, Span, Tracing
 from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
@@ -164,13 +164,25 @@ class Upstream:
             pause = min(pause * 2, LAST_PAUSE)
         raise gone
 
-    async def _send(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
+    async def _send(
+        self, body: Body, request_id: str, stream: bool
+    ) -> tuple[aiohttp.ClientResponse, Span]:
         """Send one request in an admission slot, once the backend is awake (--idle-sleep); a
-        streamed answer keeps its slot, and the backend awake, until closed."""
+        streamed answer keeps its slot, and the backend awake, until closed. Its span covers
+        the wait for the engine and a slot, then vLLM's answer: a stream's is left open, for
+        its closing to end."""
         self.check_ready()
-        # one span per request: its wait for the engine and a slot, then vLLM's answer
-        with self.tracing.span(f"POST {CHAT_PATH}", "client", {"http.request.method": "POST"}):
-            return await self._sent(body, request_id, stream)
+        attributes = {"http.request.method": "POST"}
+        span: Span | None = None
+        try:
+            with self.tracing.span(
+                f"POST {CHAT_PATH}", "client", attributes, ends=not stream
+            ) as span:
+                return await self._sent(body, request_id, stream), span
+        except BaseException:
+            if stream and span is not None:
+                span.end()  # once its block has recorded the failure
+            raise
 
     async def _sent(self, body: Body, request_id: str, stream: bool) -> aiohttp.ClientResponse:
         activity = self.supervisor.activity
@@ -232,7 +244,7 @@ class Upstream:
 
     async def chat(self, body: Body, request_id: str) -> dict[str, Any]:
         """One non-streaming chat completion, as vLLM returns it."""
-        response = await self._send(body, request_id, stream=False)
+        response, _ = await self._send(body, request_id, stream=False)
         try:
             data: dict[str, Any] = orjson.loads(await response.read())
         except ValueError as exc:
@@ -241,8 +253,13 @@ class Upstream:
 
     async def chat_stream(self, body: Body, request_id: str) -> EventStream:
         """Open a streaming chat completion; an error answer (a status >= 400) raises here."""
-        response = await self._send(body, request_id, stream=True)
-        return EventStream(response, self._done)
+        response, span = await self._send(body, request_id, stream=True)
+
+        def closed() -> None:
+            self._done()
+            span.end()
+
+        return EventStream(response, closed)
 
 
 class EventStream:

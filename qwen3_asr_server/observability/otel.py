@@ -103,6 +103,7 @@ class Traces:
         attributes: Mapping[str, Any] | None = None,
         carrier: Mapping[str, str] | None = None,
         linked: Mapping[str, str] | None = None,
+        ends: bool = True,
     ) -> Iterator[trace.Span]:
         parent = self._propagator.extract(carrier) if carrier is not None else None
         links = []
@@ -111,7 +112,12 @@ class Traces:
             if context.is_valid:
                 links.append(trace.Link(context))
         with self._tracer.start_as_current_span(
-            name, context=parent, kind=KINDS[kind], attributes=attributes, links=links
+            name,
+            context=parent,
+            kind=KINDS[kind],
+            attributes=attributes,
+            links=links,
+            end_on_exit=ends,
         ) as span:
             yield span
 

@@ -29,12 +29,14 @@ class Span(Protocol):
     def set_attribute(self, key: str, value: Value) -> None: ...
     def add_event(self, name: str, attributes: Attributes | None = None) -> None: ...
     def update_name(self, name: str) -> None: ...
+    def end(self) -> None: ...
 
 
 class Tracing(Protocol):
     """Where spans go. `span` opens one as the current span; `carrier` (an incoming request's
     headers) continues the trace its `traceparent` names; `linked` (headers kept from another
-    request) links the span to that request's span without being its child."""
+    request) links the span to that request's span without being its child; `ends=False`
+    leaves it open when the block ends, for what outlives it (a stream) to `end()`."""
 
     def span(
         self,
@@ -43,6 +45,7 @@ class Tracing(Protocol):
         attributes: Attributes | None = None,
         carrier: Mapping[str, str] | None = None,
         linked: Mapping[str, str] | None = None,
+        ends: bool = True,
     ) -> AbstractContextManager[Span]: ...
 
     def inject(self, headers: MutableMapping[str, str]) -> None:
@@ -70,6 +73,9 @@ class _Quiet:
     def update_name(self, name: str) -> None:
         return None
 
+    def end(self) -> None:
+        return None
+
 
 class Off:
     """Tracing off: nothing is recorded, nothing sent, nothing imported."""
@@ -81,6 +87,7 @@ class Off:
         attributes: Attributes | None = None,
         carrier: Mapping[str, str] | None = None,
         linked: Mapping[str, str] | None = None,
+        ends: bool = True,
     ) -> AbstractContextManager[Span]:
         return nullcontext(QUIET)
 

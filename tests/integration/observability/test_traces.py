@@ -108,6 +108,45 @@ def test_a_transcription_is_one_trace_from_the_clients_span_into_the_engine(
     assert all(span.trace_id == trace_id for span in spans)
 
 
+def test_a_streamed_answers_engine_span_lasts_until_its_last_piece(collector: Collector) -> None:
+    server = LiveServer(StandIn(MODEL, piece_delay=0.2), otlp_traces_endpoint=collector.url)
+    try:
+        with httpx.stream(
+            "POST",
+            f"{server.url}/v1/audio/transcriptions",
+            files={"file": ("a.wav", speech_wav(1.0))},
+            data={"model": MODEL, "stream": "true"},
+            timeout=60,
+        ) as answer:
+            deltas = [line for line in answer.iter_lines() if "transcript.text.delta" in line]
+        spans = collector.wait(lambda seen: bool(named(seen, TRANSCRIBE)))
+    finally:
+        server.stop()
+    (engine,) = named(spans, ENGINE)
+    assert len(deltas) >= 2
+    # the stand-in waits 0.2 s before each piece it streams: the span is vLLM's whole answer,
+    # not its first byte
+    assert engine.end - engine.start >= len(deltas) * 0.2 * 1e9
+    assert engine.end <= named(spans, TRANSCRIBE)[0].end
+
+
+def test_a_stream_vllm_refuses_has_its_engine_span_ended(collector: Collector) -> None:
+    server = LiveServer(StandIn(MODEL, refuse="no"), otlp_traces_endpoint=collector.url)
+    try:
+        answer = httpx.post(
+            f"{server.url}/v1/audio/transcriptions",
+            files={"file": ("a.wav", speech_wav(1.0))},
+            data={"model": MODEL, "stream": "true"},
+            timeout=60,
+        )
+        spans = collector.wait(lambda seen: bool(named(seen, TRANSCRIBE)))
+    finally:
+        server.stop()
+    assert answer.status_code == 400
+    (engine,) = named(spans, ENGINE)  # a span is sent only once it has ended
+    assert engine.events[-1] == "exception"
+
+
 def test_a_long_recordings_pieces_are_engine_requests_under_its_trace(
     collector: Collector,
 ) -> None:
