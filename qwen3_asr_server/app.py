@@ -93,6 +93,7 @@ class Backends:
     seats: Seats
     connections: Seats  # to the Wyoming port
     budget: AudioBudget
+    tracing: Tracing  # --otlp-traces-endpoint's, or OFF
     supervisors: list[Supervisor] = field(default_factory=list)  # those this process runs
     rates: Rates = field(default_factory=LocalRates)  # the keys' requests per minute
     key_seats: Counts = field(default_factory=LocalKeySeats)  # the keys' sessions open
@@ -104,8 +105,9 @@ def own_backends(
 ) -> Backends:
     """Supervisors of this process's own: the one server process of the default `--workers 1`."""
     metrics = Metrics()
+    traces = tracing.start(settings.otlp_traces_endpoint, metrics)
     supervisors = [
-        Supervisor(backend, settings, metrics, on_fatal)
+        Supervisor(backend, settings, metrics, on_fatal, tracing=traces)
         for backend in roles.every(settings, vllm_args)
     ]
     admission = Admission(limit_of(settings), settings.max_queue, settings.queue_timeout, metrics)
@@ -120,6 +122,7 @@ def own_backends(
             LocalLedger(), budget_seconds(settings), settings.queue_timeout, metrics
         ),
         supervisors=supervisors,
+        tracing=traces,
     )
 
 
@@ -180,7 +183,7 @@ class Doors:
 def app_state(settings: Settings, parts: Backends) -> tuple[AppState, Doors]:
     """The state of one app (its clients of the backends, its policy, the services every
     door shares) and its front doors' own services."""
-    traces = tracing.start(settings.otlp_traces_endpoint, parts.metrics)
+    traces = parts.tracing
     log_format.follow(traces.ids)  # JSON lines carry the trace
     upstream = Upstream(settings, parts.asr, parts.admission, parts.metrics, traces)
     diarizer = _diarizer(settings.diarizer)

@@ -23,6 +23,7 @@ from typing import Protocol
 import aiohttp
 
 from ..errors import FatalBackendError
+from ..observability.tracing import Attributes, Tracing
 from ..settings.engine import EngineSettings
 from .activity import ASLEEP, AWAKE, WAKING, Activity
 from .client import PROBE_TIMEOUT, Client
@@ -44,6 +45,7 @@ class Sleepy(Protocol):
     device: str
     ready: bool
     activity: Activity
+    tracing: Tracing
 
     async def serving(self) -> None: ...  # until vLLM is ready
     async def unload(self) -> None: ...  # stop it to sleep
@@ -131,15 +133,14 @@ class Sleeper:
         supervisor, activity = self.supervisor, self.supervisor.activity
         activity.settle(WAKING)
         began = time.monotonic()
+        how: Attributes = {
+            "qwen3_asr.backend": supervisor.backend.role,
+            "qwen3_asr.sleep_mode": self.mode,
+        }
         try:
-            if not self.mode:
-                await supervisor.reload()
-            elif self.level == 1:
-                await self._post("/wake_up")
-            else:
-                await self._post("/wake_up?tags=weights")
-                await self._post("/collective_rpc", b'{"method": "reload_weights"}')
-                await self._post("/wake_up?tags=kv_cache")
+            # a span of its own: a restart's start (and vLLM's loading) goes under it
+            with supervisor.tracing.span(f"wake {supervisor.name}", "internal", how):
+                await self._woken()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             logger.warning("%s did not wake (%r); trying again", supervisor.name, exc)
             activity.settle(ASLEEP)
@@ -149,6 +150,16 @@ class Sleeper:
         activity.settle(AWAKE)
         supervisor.count_wake(took)
         logger.info("%s woke in %.2f s", supervisor.name, took)
+
+    async def _woken(self) -> None:
+        if not self.mode:
+            await self.supervisor.reload()
+        elif self.level == 1:
+            await self._post("/wake_up")
+        else:
+            await self._post("/wake_up?tags=weights")
+            await self._post("/collective_rpc", b'{"method": "reload_weights"}')
+            await self._post("/wake_up?tags=kv_cache")
 
     async def _post(self, path: str, body: bytes = b"") -> None:
         headers = {"Content-Type": "application/json"} if body else None

@@ -22,6 +22,7 @@ import aiohttp
 
 from ..errors import FatalBackendError, LaunchError
 from ..observability.metrics import Metrics
+from ..observability.tracing import OFF, Attributes, Span, Tracing
 from ..settings.engine import EngineSettings
 from . import launch
 from .activity import AWAKE, Activity, LocalActivity
@@ -100,6 +101,7 @@ class Supervisor:
         on_fatal: Callable[[str], None],
         on_change: Callable[[Supervisor], None] = lambda _: None,
         activity: Activity | None = None,
+        tracing: Tracing = OFF,
     ) -> None:
         self.backend = backend
         self.settings = settings  # startup_timeout, max_restarts
@@ -122,6 +124,8 @@ class Supervisor:
         self.activity = activity or LocalActivity()
         self.sleeps = self.wakes = 0
         self.wake_seconds = 0.0
+        self.tracing = tracing  # each start a span, vLLM's loading spans under it
+        self._woken_by: dict[str, str] = {}  # the wake's trace, for the start it asked for
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -168,6 +172,8 @@ class Supervisor:
     async def reload(self) -> None:
         """Start the vLLM `unload` stopped, and wait until it is ready."""
         if self._parked is not None:
+            self._woken_by = {}
+            self.tracing.inject(self._woken_by)  # the start goes under the wake's span
             self._parked.set()
         await self.serving()
 
@@ -264,8 +270,8 @@ class Supervisor:
         failures = 0
         ever_ready = False
         while True:
-            proc = await self._spawn(command)
-            was_ready, code = await self._watch(proc)
+            proc, loading = await self._spawn(command)
+            was_ready, code = await self._watch(proc, loading)
             self._set_ready(False)
             await self._terminate(proc)
             if self._parked is not None:  # stopped to sleep (`unload`): started on waking
@@ -292,16 +298,25 @@ class Supervisor:
             self.metrics.backend_restarts.labels(self.backend.role).inc()
             self.on_change(self)
 
-    async def _spawn(self, command: launch.Launch) -> asyncio.subprocess.Process:
+    async def _spawn(self, command: launch.Launch) -> tuple[asyncio.subprocess.Process, Span]:
+        """vLLM started, and the span of its start, which ends when it is ready (or gone)."""
         settings = " ".join(f"{name}={value}" for name, value in command.env.items())
         logger.info(
             "Starting %s: %s", command.flavour, " ".join(filter(None, [settings, *command.argv]))
         )
         self._recent_output.clear()
+        woken, self._woken_by = self._woken_by, {}
+        role: Attributes = {"qwen3_asr.backend": self.backend.role}
+        with self.tracing.span(
+            f"start {self.name}", "internal", role, woken, ends=False
+        ) as loading:
+            traced: dict[str, str] = {}
+            self.tracing.inject(traced)  # vLLM reads TRACEPARENT for its loading spans
+        env = {**os.environ, **command.env, **{k.upper(): v for k, v in traced.items()}}
         try:
             proc = await asyncio.create_subprocess_exec(
                 *command.argv,
-                env={**os.environ, **command.env},
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -310,9 +325,10 @@ class Supervisor:
                 limit=1 << 20,
             )
         except OSError as exc:
+            loading.end()
             raise FatalBackendError(f"cannot start {command.argv[0]}: {exc}") from exc
         self._proc = proc
-        return proc
+        return proc, loading
 
     async def _relay_output(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
@@ -331,8 +347,9 @@ class Supervisor:
     def _last_output_line(self) -> str:
         return self._recent_output[-1] if self._recent_output else "no output"
 
-    async def _watch(self, proc: asyncio.subprocess.Process) -> tuple[bool, int]:
-        """Follow one vLLM process until it exits; return (became ready, exit code)."""
+    async def _watch(self, proc: asyncio.subprocess.Process, loading: Span) -> tuple[bool, int]:
+        """Follow one vLLM process until it exits; return (became ready, exit code). `loading`,
+        its start's span, ends when it is ready or gone."""
         relay = asyncio.create_task(self._relay_output(proc))
         deadline = time.monotonic() + self.settings.startup_timeout
         was_ready = False
@@ -341,6 +358,7 @@ class Supervisor:
                 ready = await self._probe_client.healthy()
                 if ready and not was_ready:
                     was_ready = True
+                    loading.end()
                     logger.info("%s ready (pid %d, %s)", self.name, proc.pid, self.url)
                 elif was_ready and ready != self.ready and self._parked is None:
                     logger.warning("%s %s", self.name, "healthy again" if ready else "unhealthy")
@@ -356,6 +374,8 @@ class Supervisor:
                 await asyncio.wait_for(relay, 2.0)  # the last words, often the reason it died
         finally:
             relay.cancel()
+            if not was_ready:  # gone, or given up on, while it loaded
+                loading.end()
         return was_ready, proc.returncode
 
     async def _terminate(self, proc: asyncio.subprocess.Process) -> None:

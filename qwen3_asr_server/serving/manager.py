@@ -30,6 +30,7 @@ from ..backend.process_group import die_with_parent
 from ..backend.supervisor import Supervisor
 from ..capacity.table import Table
 from ..entrypoints.wyoming import discovery
+from ..observability import tracing
 from ..observability.metrics import Metrics
 from ..settings.composite import Settings
 from . import server as serving
@@ -126,6 +127,7 @@ class Manager:
         # The supervisors' own metrics stay in this process: the workers show the backend
         # series from the table (`serving.backend_view.BackendCollector`).
         metrics = Metrics()
+        traces = tracing.start(self.settings.otlp_traces_endpoint, metrics)  # starts and wakes
         supervisors = [
             Supervisor(
                 backend,
@@ -134,6 +136,7 @@ class Manager:
                 self._on_fatal,
                 self.table.publish,
                 SharedActivity(self.table, backend.role, None),
+                traces,
             )
             for backend in roles.every(self.settings, self.vllm_args)
         ]
@@ -147,6 +150,7 @@ class Manager:
         finally:
             await self._stop_workers(watches)
             await asyncio.gather(*(supervisor.stop() for supervisor in supervisors))
+            await asyncio.to_thread(traces.shutdown)
 
     def _on_signal(self, sig: int) -> None:
         """Every signal goes on to the workers: the first starts their drain, a second one

@@ -31,6 +31,7 @@ from ..capacity.seats import WYOMING
 from ..capacity.shared import SharedAdmission, SharedLedger, SharedSeats
 from ..capacity.table import FILE_NAME, Table
 from ..errors import LaunchError
+from ..observability import tracing
 from ..observability.metrics import Metrics
 from ..settings.composite import Settings
 from ..speech import onnx_models
@@ -62,6 +63,7 @@ def backends(
         budget=AudioBudget(
             SharedLedger(table, index), budget_seconds(settings), settings.queue_timeout, metrics
         ),
+        tracing=tracing.start(settings.otlp_traces_endpoint, metrics),
         started=table.started,
         rates=SharedRates(directory / RATES_FILE),
         key_seats=SharedKeySeats(directory / KEY_SEATS_FILE, index),

@@ -138,6 +138,26 @@ def test_vllms_own_span_of_a_request_lands_under_the_servers_engine_span(
     assert API_KEY not in str([s.attributes for s in traced])
 
 
+def test_vllms_loading_spans_land_under_the_servers_start_span(collector: Collector) -> None:
+    """vLLM's own spans of its start (sent under the TRACEPARENT it was launched with) are in
+    the trace of the server's `start vLLM` span, below it."""
+
+    def loaded(seen: list[Seen]) -> bool:
+        starts = [s for s in seen if s.name == "start vLLM"]
+        return bool(starts) and any(
+            s.trace_id == starts[0].trace_id for s in seen if s is not starts[0]
+        )
+
+    traced = collector.wait(loaded, 60)
+    (start,) = [s for s in traced if s.name == "start vLLM"]
+    assert start.service == "qwen3-asr-server"
+    theirs = [s for s in traced if s.trace_id == start.trace_id and s is not start]
+    assert {s.service for s in theirs} == {"vllm"}
+    by_id = {s.span_id: s for s in theirs}
+    tops = [s for s in theirs if s.parent not in by_id]  # the first of their spans, each
+    assert [s.parent for s in tops] == [start.span_id] * len(tops)
+
+
 def test_models_lists_the_served_model_and_its_aliases(engine: Engine) -> None:
     ids = [model.id for model in engine.sdk().models.list()]
     assert ids[0] == MODEL
