@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import ipaddress
 import logging
 import signal
@@ -50,9 +51,26 @@ class Server(uvicorn.Server):
             finally:
                 signal.signal(signal.SIGHUP, previous)
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        settled()
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await self.drain.run(forced=lambda: self.force_exit)
         await super().shutdown(sockets)
+
+
+def settled() -> None:
+    """What the process built to start (modules, the app, its models: most of its objects,
+    and they live as long as it does) left out of the garbage collector's full passes.
+
+    Requests make short-lived objects, and now and then some outlive two young passes, which
+    starts a full one: it walked the whole heap, 110-120 ms each time, about once a second at
+    capacity, 0.13 ms of CPU a request for a 5 s clip (an eighth of it), more with tracing on,
+    whose spans make more garbage. Frozen, a full pass walks what came after the start only
+    (1-2 ms each). Startup's own garbage is collected first, so that none is kept."""
+    gc.collect()
+    gc.freeze()
 
 
 def hangup() -> tuple[signal.Signals, ...]:
