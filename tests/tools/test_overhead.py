@@ -90,11 +90,14 @@ def test_capacity_measures_a_keys_file_against_the_api_key(tmp_path: Path) -> No
             assert run["cpu_ms_per_request"] > 0
 
 
-def test_capacity_measures_tracing_on_against_off(tmp_path: Path) -> None:
-    args = ["--capacity", "--seconds", "1", "--workers", "1", "--traces"]
+def test_capacity_measures_tracing_on_against_off_in_rounds(tmp_path: Path) -> None:
+    args = ["--capacity", "--seconds", "1", "--workers", "1", "--traces", "--rounds", "3"]
     figures = overhead(tmp_path / "capacity.json", *args)
     for runs in figures["files"].values():
         assert [run["auth"] for run in runs["server"]] == ["tracing off", "tracing on"]
-        for run in runs["server"]:
+        for run in [runs["floor"], *runs["server"]]:
             assert run["failed"] == 0  # every span sent to the stand-in collector, or dropped
-            assert run["cpu_ms_per_request"] > 0
+            rounds = run["rounds_cpu_ms_per_request"]
+            assert len(rounds) == 3
+            assert min(rounds) > 0
+            assert run["cpu_ms_per_request"] == sorted(rounds)[1]  # the median round
