@@ -17,6 +17,7 @@ from typing import Protocol
 
 from prometheus_client import Histogram
 
+from ..observability.tracing import OFF, Tracing
 from .failures import BackendGone
 
 AWAKE, DOZING, ASLEEP, WAKING = 0, 1, 2, 3
@@ -73,13 +74,19 @@ class LocalActivity:
 
 
 async def awake(
-    activity: Activity, patience: float, what: str, waits: Histogram | None = None
+    activity: Activity,
+    patience: float,
+    what: str,
+    waits: Histogram | None = None,
+    tracing: Tracing = OFF,
 ) -> None:
     """After `activity.enter()`: wait until the backend is awake; the wait, if there was one,
-    observed in `waits` (a request's: part of its latency). A wake that takes longer than
-    `patience` is a 503 with `Retry-After` naming `what`."""
+    observed in `waits` (a request's: part of its latency) and begun with an event on the
+    current span. A wake that takes longer than `patience` is a 503 with `Retry-After` naming
+    `what`."""
     if activity.state == AWAKE:
         return
+    tracing.event("engine asleep: waiting for its wake")
     began = time.monotonic()
     while activity.state != AWAKE:
         if time.monotonic() - began > patience:

@@ -86,23 +86,20 @@ class Aligner:
         return alignment.words(units, bins, self.segment_time, offset)
 
     async def _pool(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
-        """POST /pooling once the aligner is awake, keeping it awake meanwhile."""
+        """POST /pooling once the aligner is awake, keeping it awake meanwhile: its span
+        covers the wait for a wake, as the speech model's requests' do."""
         activity = self.supervisor.activity
         activity.enter()
         try:
-            await awake(
-                activity, self.wake_timeout, BACKEND, self.metrics.wake_waits.labels(ALIGNER)
-            )
-            headers: dict[str, str] = {}
-            with (
-                self.tracing.span(
-                    f"POST {POOLING_PATH}", "client", {"http.request.method": "POST"}
-                ),
-                reaching(BACKEND, self.timeout),
-            ):
+            attributes = {"http.request.method": "POST"}
+            with self.tracing.span(f"POST {POOLING_PATH}", "client", attributes):
+                waits = self.metrics.wake_waits.labels(ALIGNER)
+                await awake(activity, self.wake_timeout, BACKEND, waits, self.tracing)
+                headers: dict[str, str] = {}
                 self.tracing.inject(headers)  # the aligner's vLLM's span goes under this one
-                async with await self._client.post(POOLING_PATH, body, headers) as response:
-                    return response.status, response.headers, await response.read()
+                with reaching(BACKEND, self.timeout):
+                    async with await self._client.post(POOLING_PATH, body, headers) as response:
+                        return response.status, response.headers, await response.read()
         finally:
             activity.leave()
 

@@ -18,7 +18,7 @@ from ..capacity.admission import AdmissionSettings, Slots, limit_of
 from ..errors import APIError, unavailable
 from ..observability.metrics import Metrics
 from ..observability.tracing import OFF, Span, Tracing
-from .activity import AWAKE, awake
+from .activity import awake
 from .client import PROBE_SECONDS, Client
 from .failures import SPEECH_BACKEND, BackendGone, failed, reaching
 from .roles import ASR
@@ -189,9 +189,7 @@ class Upstream:
         activity.enter()
         try:
             waits = self.metrics.wake_waits.labels(ASR)
-            if activity.state != AWAKE:
-                self.tracing.event("engine asleep: waiting for its wake")
-            await awake(activity, self.wake_timeout, "The speech model", waits)
+            await awake(activity, self.wake_timeout, "The speech model", waits, self.tracing)
             await self.admission.acquire()
         except BaseException:
             activity.leave()

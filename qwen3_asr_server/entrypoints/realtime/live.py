@@ -105,7 +105,9 @@ class Relays:
         if settings.vllm_realtime:
             base_url = self.services.supervisor.url
             try:  # its engine woken first: this session keeps it awake from then on
-                await awake(self.services.supervisor.activity, settings.wake_timeout, "vLLM")
+                activity = self.services.supervisor.activity
+                tracing = self.services.transcription.tracing  # the event on the session's span
+                await awake(activity, settings.wake_timeout, "vLLM", tracing=tracing)
                 self._offered = await vllm_realtime.offered(base_url, settings.backend_headers)
             except APIError:
                 logger.warning("vLLM's realtime endpoint did not answer; using the chat path")

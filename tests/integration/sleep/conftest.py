@@ -68,3 +68,14 @@ def until(server: ServerProcess, status: str, seconds: float = 15) -> dict:
                 return dict(answer.json())
         time.sleep(0.05)
     raise AssertionError(f"/health never said {status}: {server.output()[-3000:]}")
+
+
+def both_asleep(server: ServerProcess) -> dict:
+    """/health's body once the speech model and the aligner both sleep."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        health = until(server, "sleeping")
+        if health["aligner"]["status"] == "sleeping":
+            return health
+        time.sleep(0.05)
+    raise AssertionError(f"the aligner never slept: {server.output()[-3000:]}")
