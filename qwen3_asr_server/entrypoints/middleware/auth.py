@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
 from ...observability.usage import CALLER, Caller
-from .ephemeral_keys import ClientSecrets, is_ephemeral
+from .ephemeral_keys import ClientSecrets, Grant, is_ephemeral
 from .errors import send_error
 from .keys import Key, Keyring, Keys
 
@@ -50,6 +50,7 @@ OPEN = frozenset(
 EPHEMERAL = frozenset({"/v1/realtime", "/v1/realtime/calls"})
 KEY_PROTOCOL = "openai-insecure-api-key."  # how browsers, which cannot set headers, send it
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
+_GRANT = "ephemeral_grant"  # the scope's key for an opened ephemeral key's grant (`opened`)
 
 
 def bearer(scope: Scope) -> str | None:
@@ -72,6 +73,16 @@ def caller(scope: Scope) -> Key | None:
     server with no key."""
     found = scope.get("auth")
     return found if isinstance(found, Key) else None
+
+
+def opened(scope: Scope, keyring: Keyring) -> Grant:
+    """What the ephemeral key a request came with grants: as the middleware opened it (a
+    server with keys), else opened now; OpenAI's 401 when it is expired or not this
+    server's."""
+    found = scope.get(_GRANT)
+    if isinstance(found, Grant):
+        return found
+    return ClientSecrets(keyring).open(bearer(scope) or "", time.time())
 
 
 def refusal(token: str | None) -> APIError:
@@ -117,7 +128,7 @@ class Authentication:
             path = getattr(route, "path", None)
             error: APIError | None = refusal(token)
             if is_ephemeral(token) and path not in OPEN:
-                error, key = self._ephemeral(keyring, token, path)
+                error, key = self._ephemeral(keyring, token, path, scope)
             if error is not None and route is not None and path not in OPEN:
                 scope["route"] = route  # so the metrics and the log name it
                 await send_error(error, scope, receive, send)
@@ -128,10 +139,10 @@ class Authentication:
         await self.app(scope, receive, send)
 
     def _ephemeral(
-        self, keyring: Keyring, token: str, path: str | None
+        self, keyring: Keyring, token: str, path: str | None, scope: Scope
     ) -> tuple[APIError | None, Key | None]:
-        """The key that minted an ephemeral key when it opens `path`; else the 401 that says
-        why not."""
+        """The key that minted an ephemeral key when it opens `path` (its grant kept in
+        `scope` for the route, `opened`); else the 401 that says why not."""
         if path not in EPHEMERAL:
             return APIError(
                 401,
@@ -144,4 +155,5 @@ class Authentication:
             grant = ClientSecrets(keyring).open(token, time.time())
         except APIError as refused:  # expired, or not minted here
             return refused, None
+        scope[_GRANT] = grant
         return None, keyring.named(grant.key) if grant.key is not None else None

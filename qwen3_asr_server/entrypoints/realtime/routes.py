@@ -45,7 +45,7 @@ from ...capacity.lease import Lease
 from ...capacity.seats import Seats
 from ...errors import APIError
 from ..doors import slice_services
-from ..middleware.auth import bearer, caller
+from ..middleware.auth import bearer, caller, opened
 from ..middleware.ephemeral_keys import ClientSecrets, Grant, is_ephemeral
 from ..middleware.errors import send_error
 from ..protocol.body import json_body, read
@@ -180,7 +180,7 @@ def granted(connection: HTTPConnection, services: RealtimeServices) -> SessionCo
     token = bearer(connection.scope)
     if not is_ephemeral(token):
         return None
-    grant = ClientSecrets(services.keys.current).open(token, time.time())
+    grant = opened(connection.scope, services.keys.current)
     config = session_config(grant.session)
     protocol.check(config, services.policy)
     return config
