@@ -6,6 +6,7 @@
   python scripts/overhead.py --capacity [--seconds 10] [--workers 1,2] [--rounds 1]  # wrk
   python scripts/overhead.py --capacity --keys 1000 [--workers 1]   # --keys-file's cost
   python scripts/overhead.py --capacity --traces [--workers 1]   # tracing's cost, all sampled
+  python scripts/overhead.py --capacity --against ../before   # beside another checkout's server
 
 Starts the upstream on one loopback port (the stand-in vLLM from tests/fixtures, or with
 --engine the real `vllm serve` on the tiny Qwen3-ASR checkpoint the tests generate) and
@@ -32,7 +33,9 @@ worker count's; with --rounds N each target runs N times, in turn, and the media
 with a `--keys-file` of N keys (the key sent the file's last): what a keys file costs a
 request. With --traces each worker count runs twice: tracing off, and on with every span
 sampled and sent to a collector stand-in that takes OTLP/HTTP and answers at once (its own CPU
-not counted): what tracing costs a request.
+not counted): what tracing costs a request. With --against DIR (repeatable) each variant runs
+with DIR's server.py too, another checkout of this repository (`git worktree add DIR REV`),
+labelled with DIR's name: a change against the code before it, side by side in one run.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -207,10 +211,14 @@ def _capacity(args: argparse.Namespace, files: list[Path], scratch: Path) -> dic
             )
             traced = ["--otlp-traces-endpoint", f"{sink}/v1/traces"]
             variants = [("tracing off", [], None), ("tracing on", traced, None)]
+        checkouts = [REPO, *(Path(each).resolve() for each in args.against)]
         for count in counts:
-            for auth, extra, key in variants:
+            for (auth, extra, key), checkout in itertools.product(variants, checkouts):
                 port = launch.free_port()
                 server = proxy_argv(upstream, port, MODEL, "--workers", str(count), *extra)
+                if checkout != REPO:  # that checkout's server.py, and its package
+                    server[1] = str(checkout / "server.py")
+                    auth = f"{auth}, {checkout.name}"
                 url = f"http://127.0.0.1:{port}"
                 pid = started.enter_context(running(server, {}, url, 60))
                 servers.append((count, auth, key, url, pid))
@@ -318,6 +326,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--traces", action="store_true", help="with --capacity: tracing off against on"
+    )
+    parser.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="CHECKOUT",
+        help="with --capacity: the server of another checkout too (git worktree add), beside",
     )
     args = parser.parse_args()
     proxy_port, upstream_port = launch.free_port(), launch.free_port()

@@ -101,3 +101,19 @@ def test_capacity_measures_tracing_on_against_off_in_rounds(tmp_path: Path) -> N
             assert len(rounds) == 3
             assert min(rounds) > 0
             assert run["cpu_ms_per_request"] == sorted(rounds)[1]  # the median round
+
+
+def test_capacity_runs_another_checkouts_server_beside_this_ones(tmp_path: Path) -> None:
+    before = tmp_path / "before"
+    before.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "HEAD"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
+    args = ["--capacity", "--seconds", "1", "--workers", "1", "--against", str(before)]
+    figures = overhead(tmp_path / "capacity.json", *args)
+    for runs in figures["files"].values():
+        assert [run["auth"] for run in runs["server"]] == ["no key", "no key, before"]
+        for run in runs["server"]:
+            assert run["failed"] == 0
+            assert run["cpu_ms_per_request"] > 0
