@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from . import onnx_models
 from .audio import RATE
+from .scoring import Batches
 from .stoppable import Stop
 
 WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
@@ -40,11 +41,13 @@ State = npt.NDArray[np.float32]
 
 class SpeechModel:
     """Silero VAD v5 (ONNX, `weights/silero/`), one per process (`onnx_models.Shared`): every
-    Realtime session and upload shares the network and keeps its own recurrent state."""
+    Realtime session and upload shares the network and keeps its own recurrent state. Live
+    streams have their windows scored together (`score`, `scoring`)."""
 
     def __init__(self) -> None:
         self._session = onnx_models.session("silero/silero_vad.onnx")
         self._rate = np.array(RATE, dtype=np.int64)
+        self._batches = Batches(self.step)
 
     @staticmethod
     def initial_state(streams: int = 1) -> State:
@@ -57,6 +60,13 @@ class SpeechModel:
             None, {"input": windows, "state": state, "sr": self._rate}
         )
         return output[:, 0], state
+
+    async def score(
+        self, windows: npt.NDArray[np.float32], state: State
+    ) -> tuple[list[float], State]:
+        """`probabilities`, from the event loop: in a batch with the windows other streams
+        of the process hand in meanwhile, run in a thread."""
+        return await self._batches.score(windows, state)
 
     def probabilities(
         self, windows: npt.NDArray[np.float32], state: State

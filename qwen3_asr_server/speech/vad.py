@@ -23,7 +23,6 @@ and a few counters; the model itself is loaded once per process (`SpeechModel`) 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,10 +31,6 @@ import numpy.typing as npt
 from .audio import RATE
 from .segmentation import MIN_SPEECH_SECONDS
 from .silero import CONTEXT, FULL_SCALE, NEGATIVE_MARGIN, WINDOW, SpeechModel
-
-# Silero's windows judged in the event loop (~0.15 ms each here); a longer chunk is judged in a
-# thread, so that one client's 10 s of audio does not hold up every other session.
-INLINE_WINDOWS = 8
 
 
 @dataclass(frozen=True)
@@ -129,40 +124,42 @@ class SpeechDetector:
         """Stream position of the end of the last whole window judged."""
         return self._start_at + self._frames * self._frame
 
-    def windows_in(self, samples: int) -> int:
-        """How many windows the model runs if `samples` more are fed: whether `feed` is quick
-        enough for the event loop."""
-        return (len(self._tail) + samples) // self._frame
-
     def feed(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
         """Take the next chunk of the stream; return the events it completed, in order."""
+        windows = self._windows(samples)
+        probabilities, self._state = self._model.probabilities(windows, self._state)
+        return self._judged(probabilities)
+
+    async def hear(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
+        """`feed` from the event loop: the windows scored in a thread, in a batch with those
+        of the process's other streams (`SpeechModel.score`). One call at a time: the
+        detector's state is not shared."""
+        windows = self._windows(samples)
+        probabilities, self._state = await self._model.score(windows, self._state)
+        return self._judged(probabilities)
+
+    def _windows(self, samples: npt.NDArray[np.int16]) -> npt.NDArray[np.float32]:
+        """The whole windows the chunk completes, each row its context (the 64 samples before
+        it) then the window, scaled to -1..1; what is short of a window kept for the next."""
         if samples.ndim != 1 or samples.dtype != np.int16:
             raise ValueError("samples must be one-dimensional int16 (mono PCM)")
         audio = np.concatenate([self._tail, samples])
         whole = len(audio) // self._frame * self._frame
         self._tail = audio[whole:].copy()
         if not whole:
-            return []
+            return np.zeros((0, CONTEXT + self._frame), dtype=np.float32)
         scaled = np.concatenate([self._context, audio[:whole] / np.float32(FULL_SCALE)])
         scaled = scaled.astype(np.float32, copy=False)
-        count = whole // self._frame
-        # Row i: the context of window i (its last 64 samples before it), then the window.
-        rows = np.lib.stride_tricks.sliding_window_view(scaled, CONTEXT + self._frame)
-        windows = rows[:: self._frame][:count]
-        probabilities, self._state = self._model.probabilities(windows, self._state)
         self._context = scaled[-CONTEXT:].copy()
+        rows = np.lib.stride_tricks.sliding_window_view(scaled, CONTEXT + self._frame)
+        return np.ascontiguousarray(rows[:: self._frame][: whole // self._frame])
+
+    def _judged(self, probabilities: list[float]) -> list[VadEvent]:
         events: list[VadEvent] = []
         for probability in probabilities:
             self._frames += 1
             self._judge(probability, events)
         return events
-
-    async def hear(self, samples: npt.NDArray[np.int16]) -> list[VadEvent]:
-        """`feed` from the event loop: in a thread when the chunk holds more than
-        INLINE_WINDOWS windows. One call at a time: the detector's state is not shared."""
-        if self.windows_in(len(samples)) > INLINE_WINDOWS:
-            return await asyncio.to_thread(self.feed, samples)
-        return self.feed(samples)
 
     def flush(self) -> list[VadEvent]:
         """End the speech in progress now (the client committed): its audio ends with the last

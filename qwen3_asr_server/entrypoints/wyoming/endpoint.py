@@ -63,8 +63,8 @@ class Endpoint:
 
     async def hear(self, samples: npt.NDArray[np.int16]) -> bool:
         """Listen to the command's next samples; True once its end is heard (`end`), after
-        which the command takes no more. Silero runs in a thread for any chunk longer than a
-        few windows, as for Realtime appends."""
+        which the command takes no more. Silero scores its windows in a thread, in a batch with
+        those of the process's other streams (`speech.scoring`), as for Realtime appends."""
         if self._detector is None:
             model = await asyncio.to_thread(self._model)  # the first command loads it
             self._detector = SpeechDetector(

@@ -22,6 +22,8 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import InvalidStatus
 
 from qwen3_asr_server.entrypoints.realtime import connection as realtime_connection
+from qwen3_asr_server.speech import scoring
+from qwen3_asr_server.speech.scoring import scored
 from tests.fixtures import metrics
 from tests.fixtures.harness import MODEL, LiveServer
 from tests.fixtures.process import ServerProcess, install_launcher
@@ -563,15 +565,20 @@ async def test_one_long_append_is_judged_in_a_thread_with_the_same_events(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A client may send seconds of audio in one append: Silero's ~170 windows then run in a
-    thread, not in the event loop every session shares, and find what 100 ms appends find."""
-    judged: list[object] = []
-    to_thread = asyncio.to_thread
+    thread, not in the event loop every session shares (as every append's do, in batches
+    with other sessions' windows), and find what 100 ms appends find."""
+    judged: list[tuple[int, bool]] = []  # per batch: its longest stream's windows, off the loop?
 
-    async def counted(function: Callable[..., Any], /, *args: Any) -> Any:
-        judged.append(getattr(function, "__qualname__", None))
-        return await to_thread(function, *args)
+    def counted(step: Any, windows: list[Any], states: list[Any]) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a thread of no event loop's
+            judged.append((max(len(each) for each in windows), True))
+        else:
+            judged.append((max(len(each) for each in windows), False))
+        return scored(step, windows, states)
 
-    monkeypatch.setattr(asyncio, "to_thread", counted)
+    monkeypatch.setattr(scoring, "scored", counted)
     found = []
     with serving() as url:
         for ms in (100, 6000):
@@ -587,4 +594,5 @@ async def test_one_long_append_is_judged_in_a_thread_with_the_same_events(
             )
     assert found[0] == found[1]
     assert len(found[0]) == 4
-    assert judged.count("SpeechDetector.feed") == 1  # the long append; no 100 ms one
+    assert all(off_loop for _, off_loop in judged)
+    assert max(windows for windows, _ in judged) > 150  # the long append, in one batch
