@@ -16,6 +16,9 @@ because speech went on: `qwen3_asr_realtime_speculations_total{outcome="dropped"
 realtime transcriptions, from /metrics).
 
     .cache/test-venv/bin/python scripts/realtime_load.py --sessions 1,8,32 --seconds 20
+
+--server-repo runs another checkout's server.py (the one before a change, say) with this
+checkout's stand-in and sessions.
 """
 
 from __future__ import annotations
@@ -117,14 +120,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", default="1,8,32", help="session counts (default: 1,8,32)")
     parser.add_argument("--seconds", type=float, default=20.0, help="per run (default: 20)")
+    parser.add_argument("--server-repo", type=Path, default=REPO, help="whose server.py runs")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     args = parser.parse_args()
     upstream_port, port = free_port(), free_port()
     upstream, base = f"http://127.0.0.1:{upstream_port}", f"http://127.0.0.1:{port}"
     argv, env = stand_in_vllm(upstream_port, MODEL)
+    server = proxy_argv(upstream, port, MODEL)
+    server[1] = str(args.server_repo / "server.py")
     with (
         running(argv, env, upstream, 60),
-        running(proxy_argv(upstream, port, MODEL), {}, base, 60) as pid,
+        running(server, {}, base, 60) as pid,
     ):
         url = f"ws://127.0.0.1:{port}"
         rows = []

@@ -4,7 +4,7 @@ Realtime sessions, WebRTC calls and Wyoming commands each hand Silero a few 32 m
 append, and ONNX Runtime costs about 143 us a window run one at a time against about 70 us a
 window in a batch of dozens (`silero`). So a stream's windows are not scored where they arrive:
 it hands them, with its recurrent state, to the process's `Batches` and waits. One batch runs
-at a time, in a thread (ONNX Runtime releases the GIL, and the event loop goes on meanwhile);
+at a time, in a thread of its own (ONNX Runtime releases the GIL: the event loop goes on);
 the windows handed in while it runs are the next batch. Batches grow with the load by
 themselves, and a stream alone waits for nothing but its own windows. A stream with several
 windows takes a row of the batch at each step, its state carried from step to step.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,8 @@ class Batches:
         self._step = step
         self._waiting: list[_Job] = []
         self._running = False
+        # a thread of its own: a batch never waits behind the loop's other work in threads
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vad-batches")
 
     async def score(self, windows: Windows, state: State) -> Scored:
         """The speech probability of each of a stream's `windows`, and its state after them,
@@ -78,7 +81,7 @@ class Batches:
         jobs, self._waiting = self._waiting, []
         self._running = True
         ran = loop.run_in_executor(
-            None,
+            self._thread,
             scored,
             self._step,
             [job.windows for job in jobs],
