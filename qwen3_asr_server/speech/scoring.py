@@ -62,6 +62,7 @@ class Batches:
         self._step = step
         self._waiting: list[_Job] = []
         self._running = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # whose streams wait
         # a thread of its own: a batch never waits behind the loop's other work in threads
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vad-batches")
 
@@ -71,6 +72,8 @@ class Batches:
         if not len(windows):
             return [], state
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a loop before this one ended: its batches with it
+            self._loop, self._waiting, self._running = loop, [], False
         job = _Job(windows, state, loop.create_future())
         self._waiting.append(job)
         if not self._running:

@@ -114,3 +114,22 @@ async def test_a_stream_alone_waits_only_for_its_own_windows() -> None:
     assert nothing == []
     assert after is state
     assert len(counted.sizes) == len(samples) // WINDOW
+
+
+def test_a_model_outlives_the_event_loop_its_batch_ran_for() -> None:
+    """A loop that ends with a batch in flight (a server stopped mid-append) leaves the model
+    to serve the next loop's streams."""
+    model = SpeechModel()
+    samples = scene().samples
+
+    async def abandoned() -> None:
+        hearing = asyncio.create_task(SpeechDetector(model).hear(samples))
+        await asyncio.sleep(0)  # its batch handed to the thread; the loop ends with it
+        assert not hearing.done()
+
+    asyncio.run(abandoned())
+
+    async def heard() -> list[VadEvent]:
+        return await asyncio.wait_for(SpeechDetector(model).hear(samples), 30)
+
+    assert asyncio.run(heard()) == events_alone(samples, len(samples))
