@@ -126,7 +126,8 @@ def main() -> None:
     upstream_port, port = free_port(), free_port()
     upstream, base = f"http://127.0.0.1:{upstream_port}", f"http://127.0.0.1:{port}"
     argv, env = stand_in_vllm(upstream_port, MODEL)
-    server = proxy_argv(upstream, port, MODEL)
+    counts = [int(each) for each in args.sessions.split(",")]
+    server = proxy_argv(upstream, port, MODEL, "--max-sessions", str(max(counts)))
     server[1] = str(args.server_repo / "server.py")
     with (
         running(argv, env, upstream, 60),
@@ -135,7 +136,7 @@ def main() -> None:
         url = f"ws://127.0.0.1:{port}"
         rows = []
         print("sessions | turn detection | CPU, % of a core | per session | sessions per core")
-        for count in (int(each) for each in args.sessions.split(",")):
+        for count in counts:
             for vad in (True, False):
                 row = asyncio.run(_load(url, pid, count, args.seconds, vad))
                 rows.append(row)
