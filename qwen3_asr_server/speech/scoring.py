@@ -98,6 +98,8 @@ class Batches:
         jobs: list[_Job],
         ran: asyncio.Future[list[Scored]],
     ) -> None:
+        if loop is not self._loop:  # the batches started afresh on another loop since
+            return
         self._running = False
         error = asyncio.CancelledError() if ran.cancelled() else ran.exception()
         for index, job in enumerate(jobs):
