@@ -102,12 +102,13 @@ class Batches:
             return
         self._running = False
         error = asyncio.CancelledError() if ran.cancelled() else ran.exception()
+        results = ran.result() if error is None else []
         for index, job in enumerate(jobs):
             if job.done.done():  # its stream stopped waiting (a session closed)
                 continue
             if error is not None:
                 job.done.set_exception(error)
             else:
-                job.done.set_result(ran.result()[index])
+                job.done.set_result(results[index])
         if self._waiting:
             self._run(loop)

@@ -23,7 +23,9 @@ import numpy.typing as npt
 
 from . import onnx_models
 from .audio import RATE
-from .scoring import Batches
+from .scoring import Batches, scored
+from .scoring import Probabilities as Probabilities  # Silero's, named where batches are
+from .scoring import State as State
 from .stoppable import Stop
 
 WINDOW = 512  # samples Silero judges at a time at 16 kHz: 32 ms
@@ -34,9 +36,6 @@ MIN_CHUNK = 256  # windows (8 s) per stream at least, so that priming stays a sm
 PRIMING = 32  # windows (1 s) each stream hears before its chunk, their answers dropped
 REGION_PRIMING = 16  # windows (0.5 s) a region hears before itself
 FULL_SCALE = 32768.0
-
-Probabilities = npt.NDArray[np.float32]
-State = npt.NDArray[np.float32]
 
 
 class SpeechModel:
@@ -72,12 +71,8 @@ class SpeechModel:
         self, windows: npt.NDArray[np.float32], state: State
     ) -> tuple[list[float], State]:
         """Speech probability of each row of `windows` (context + window, in order) of one
-        stream, and the state after the last."""
-        probabilities = []
-        for window in windows:
-            output, state = self.step(window[None], state)
-            probabilities.append(float(output[0]))
-        return probabilities, state
+        stream, and the state after the last: a batch of one stream (`scoring.scored`)."""
+        return scored(self.step, [windows], [state])[0]
 
     def recording(self, samples: npt.NDArray[np.int16], stop: Stop | None = None) -> Probabilities:
         """The speech probability of every window of a whole 16 kHz recording, the last one

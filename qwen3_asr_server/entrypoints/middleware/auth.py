@@ -75,14 +75,14 @@ def caller(scope: Scope) -> Key | None:
     return found if isinstance(found, Key) else None
 
 
-def opened(scope: Scope, keyring: Keyring) -> Grant:
-    """What the ephemeral key a request came with grants: as the middleware opened it (a
-    server with keys), else opened now; OpenAI's 401 when it is expired or not this
+def opened(scope: Scope, token: str, keyring: Keyring) -> Grant:
+    """What `token`, the ephemeral key a request came with, grants: as the middleware opened
+    it (a server with keys), else opened now; OpenAI's 401 when it is expired or not this
     server's."""
     found = scope.get(_GRANT)
     if isinstance(found, Grant):
         return found
-    return ClientSecrets(keyring).open(bearer(scope) or "", time.time())
+    return ClientSecrets(keyring).open(token, time.time())
 
 
 def refusal(token: str | None) -> APIError:

@@ -180,7 +180,7 @@ def granted(connection: HTTPConnection, services: RealtimeServices) -> SessionCo
     token = bearer(connection.scope)
     if not is_ephemeral(token):
         return None
-    grant = opened(connection.scope, services.keys.current)
+    grant = opened(connection.scope, token, services.keys.current)
     config = session_config(grant.session)
     protocol.check(config, services.policy)
     return config
